@@ -1,0 +1,144 @@
+"""Walking-skeleton benchmark: terminal calls beside raw bash and a Celery no-op, one run.
+
+    python -m bench.bench_core [--n 300]
+
+Measures raw ``bash -c 'echo hi'``, a no-op Celery round trip, the terminal
+tool in-process, and the terminal tool through a real worker on the embedded
+broker and on an external redis-server (started here when installed).
+Target: through the worker on the embedded broker, p50 <= 2.5 x raw bash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from bench.stats import Timing, measure, report
+from environments.pool import SandboxPool
+from registry.context import ToolContext
+from registry.core import registry
+from worker.broker import EmbeddedBroker
+from worker.client import SandboxClient
+from worker.settings import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def worker_process(home: Path, broker_url: str | None) -> Iterator[SandboxClient]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SBX_")}
+    env.update(SBX_HOME=str(home), PYTHONPATH=str(REPO))
+    if broker_url:
+        env["SBX_BROKER_URL"] = broker_url
+    log = open(home / "bench-worker.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker.cli.main", "worker", "--loglevel", "WARNING"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),
+    )  # fmt: skip
+    client = SandboxClient(session_id="bench", settings=Settings(home=home, broker_url=broker_url))
+    try:
+        if not client.ping(timeout=60):
+            raise SystemExit(f"worker did not start; see {home}/bench-worker.log")
+        yield client
+    finally:
+        client.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+@contextlib.contextmanager
+def external_redis() -> Iterator[str | None]:
+    exe = shutil.which("redis-server")
+    if exe is None:
+        yield None
+        return
+    import socket
+
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    import redis
+
+    r = redis.Redis(port=port)
+    deadline = time.monotonic() + 20
+    while True:
+        with contextlib.suppress(redis.RedisError):
+            if r.ping():
+                break
+        if time.monotonic() > deadline:
+            raise SystemExit("external redis-server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def terminal_via(client: SandboxClient) -> None:
+    out = json.loads(client.tool_call("terminal", {"command": "echo hi"}))
+    assert out["output"] == "hi\n", out
+
+
+def run(n: int) -> list[Timing]:
+    timings: list[Timing] = []
+    raw = measure("raw bash -c 'echo hi'", lambda: subprocess.run(
+        ["bash", "-c", "echo hi"], capture_output=True, check=True), n)  # fmt: skip
+    timings.append(raw)
+
+    pool = SandboxPool()
+    ctx = ToolContext(session_id="bench", call_id="c", backend="local", pool=pool)
+    timings.append(measure("sbx terminal in-process (dispatch)",
+                           lambda: registry.dispatch("terminal", {"command": "echo hi"}, ctx), n))  # fmt: skip
+    pool.close_all()
+
+    home = Path(tempfile.mkdtemp(prefix="sbx-bench-", dir="/tmp"))
+    try:
+        with worker_process(home, None) as client:
+            timings.append(measure("celery no-op round trip (embedded)",
+                                   lambda: client.ping(timeout=30), n))  # fmt: skip
+            timings.append(measure("sbx terminal via worker (embedded)",
+                                   lambda: terminal_via(client), n))  # fmt: skip
+        with external_redis() as url:
+            if url is None:
+                print("(no redis-server installed: external Redis path skipped)")
+            else:
+                with worker_process(home, url) as client:
+                    timings.append(measure("celery no-op round trip (redis)",
+                                           lambda: client.ping(timeout=30), n))  # fmt: skip
+                    timings.append(measure("sbx terminal via worker (redis)",
+                                           lambda: terminal_via(client), n))  # fmt: skip
+    finally:
+        EmbeddedBroker(home).stop()
+        shutil.rmtree(home, ignore_errors=True)
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=300)
+    args = parser.parse_args()
+    timings = run(args.n)
+    print(report(timings, timings[0]))
+    embedded = next(t for t in timings if t.name == "sbx terminal via worker (embedded)")
+    ratio = embedded.p50 / timings[0].p50
+    verdict = "meets" if ratio <= 2.5 else "misses"
+    print(f"\nterminal via worker (embedded) p50 = {ratio:.2f} x raw bash: {verdict} target 2.5x")
+
+
+if __name__ == "__main__":
+    main()

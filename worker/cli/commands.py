@@ -1,0 +1,188 @@
+"""Core CLI commands: worker, exec, call, tools, doctor, broker."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import shlex
+import sys
+from typing import Any
+
+from ..settings import Settings, get_settings
+from .output import EXIT_DENIED, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, emit, fail
+
+Sub = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="machine output: one JSON document")
+
+
+def cli_session_id(settings: Settings) -> str:
+    """The CLI's session: ``SBX_SESSION_ID``, else one stable session per local user."""
+    return settings.session_id or f"cli-{getpass.getuser()}"
+
+
+def _client(settings: Settings, backend: str | None = None) -> Any:
+    from ..client import ClientError, SandboxClient
+
+    try:
+        return SandboxClient(
+            session_id=cli_session_id(settings), backend=backend, settings=settings
+        )
+    except ClientError as exc:
+        fail(str(exc), EXIT_DENIED if "token" in str(exc) else EXIT_USAGE)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from ..runner import run_worker
+
+    settings = get_settings()
+    queues = args.queues.split(",") if args.queues else None
+    run_worker(
+        settings,
+        broker_url=args.broker,
+        queues=queues,
+        concurrency=args.concurrency,
+        loglevel=args.loglevel,
+    )
+    return EXIT_OK
+
+
+def _command_text(words: list[str]) -> str:
+    if words and words[0] == "--":
+        words = words[1:]
+    if not words:
+        fail("no command given: sbx exec -- CMD...", EXIT_USAGE)
+    return words[0] if len(words) == 1 else shlex.join(words)
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    settings = get_settings()
+    command = _command_text(args.cmd)
+    call: dict[str, Any] = {"command": command}
+    if args.workdir:
+        call["workdir"] = args.workdir
+    if args.timeout:
+        call["timeout"] = args.timeout
+    with _client(settings, args.backend) as client:
+        raw = client.tool_call("terminal", call)
+    result = json.loads(raw)
+    if args.json:
+        emit(result, as_json=True)
+    elif result.get("output"):
+        sys.stdout.write(result["output"])
+        sys.stdout.flush()
+    status = result.get("status")
+    if status in ("approval_required", "blocked", "denied"):
+        reason = result.get("description") or result.get("error") or status
+        extra = f" (approval id {result['approval_id']})" if result.get("approval_id") else ""
+        fail(f"{status}: {reason}{extra}", EXIT_DENIED)
+    if result.get("exit_code") is None:
+        fail(result.get("error") or "the call returned no exit code", EXIT_FAILURE)
+    if result.get("error") and not args.json:
+        sys.stderr.write(f"sbx: {result['error']}\n")
+    return int(result["exit_code"])
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    settings = get_settings()
+    with _client(settings, args.backend) as client:
+        raw = client.tool_call(args.tool, args.args)
+    sys.stdout.write(raw + "\n")
+    return EXIT_OK
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    import registry.tools.terminal  # noqa: F401
+    from registry.core import registry
+
+    definitions = registry.get_definitions()
+    human = "\n".join(
+        f"{d['function']['name']}: {d['function'].get('description', '')[:90]}" for d in definitions
+    )
+    emit(definitions, as_json=True) if args.json else emit(None, as_json=False, human=human)
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from environments.factory import backend_availability, backend_names
+
+    from ..broker import EmbeddedBroker
+
+    settings = get_settings()
+    backends = {}
+    for name in backend_names():
+        ok, reason = backend_availability(name)
+        backends[name] = {"available": ok, "reason": reason}
+    broker: dict[str, Any]
+    if settings.broker_url:
+        broker = {"url": "(SBX_BROKER_URL)", "embedded": False}
+    else:
+        broker = {**EmbeddedBroker(settings.home).status(), "embedded": True}
+    report = {"home": str(settings.home), "default_backend": settings.backend,
+              "backends": backends, "broker": broker}  # fmt: skip
+    lines = [f"home: {settings.home}", f"broker: {broker}"]
+    lines += [
+        f"  {'ok ' if v['available'] else 'no '} {k}: {v['reason']}" for k, v in backends.items()
+    ]
+    emit(report, as_json=args.json, human="\n".join(lines))
+    return EXIT_OK
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from ..broker import EmbeddedBroker
+
+    settings = get_settings()
+    if settings.broker_url:
+        fail("SBX_BROKER_URL is set: sbx does not manage that broker", EXIT_USAGE)
+    broker = EmbeddedBroker(settings.home, settings.embedded_redis_server)
+    if args.action == "start":
+        broker.ensure_running()
+    elif args.action == "stop":
+        broker.stop()
+    status = broker.status()
+    emit(status, as_json=args.json, human=f"{'running' if status['running'] else 'stopped'}: "
+         f"{status['url']}")  # fmt: skip
+    return EXIT_OK
+
+
+def add_core_commands(sub: Any) -> None:
+    """Register the core sub-commands on ``sub`` (an argparse sub-parser action)."""
+    p = sub.add_parser("worker", help="run a worker")
+    p.add_argument("--broker", help="broker URL (default: SBX_BROKER_URL or embedded)")
+    p.add_argument("--queues", help="comma-separated queues to consume")
+    p.add_argument("--concurrency", type=int, help="threads running calls")
+    p.add_argument("--loglevel", default="INFO")
+    _add_json(p)
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("exec", help="run one foreground command through the worker")
+    p.add_argument("--backend")
+    p.add_argument("--workdir")
+    p.add_argument("--timeout", type=int)
+    p.add_argument("cmd", nargs=argparse.REMAINDER)
+    _add_json(p)
+    p.set_defaults(func=cmd_exec)
+
+    p = sub.add_parser("call", help="one raw tool call; prints the tool result JSON")
+    p.add_argument("tool")
+    p.add_argument("args", nargs="?", default="{}")
+    p.add_argument("--backend")
+    _add_json(p)
+    p.set_defaults(func=cmd_call)
+
+    p = sub.add_parser("tools", help="model-facing tool definitions")
+    p.add_argument("--toolsets", help="comma-separated toolsets")
+    _add_json(p)
+    p.set_defaults(func=cmd_tools)
+
+    p = sub.add_parser("doctor", help="which backends work here and why not")
+    _add_json(p)
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("broker", help="the embedded broker: start, stop, status")
+    p.add_argument("action", choices=["start", "stop", "status"])
+    _add_json(p)
+    p.set_defaults(func=cmd_broker)

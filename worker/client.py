@@ -1,0 +1,215 @@
+"""Clients for platforms: send tool calls to workers, get tool-result JSON back.
+
+``SandboxClient.tool_call`` returns exactly what a model would see. The typed
+helpers parse it into pydantic models. Both wait for the worker, and turn a
+call whose worker died into a ``lost`` result instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import Any
+
+from celery import Celery
+from celery.exceptions import TimeoutError as CeleryTimeout
+
+from process_registry.sessions import load_or_create_secret, validate_session_id
+
+from .app import PING_TASK, TOOL_CALL_TASK, create_app
+from .connection import redis_client, resolve_broker_url
+from .liveness import CallLedger
+from .messages import TerminalResult, ToolCallMessage
+from .reaper import declare_lost
+from .services import load_signer
+from .settings import Settings, get_settings
+
+# How often a waiting client checks that the call's worker is alive.
+_LIVENESS_POLL_S = 1.0
+# Extra time a client waits beyond the command's own timeout.
+_ANSWER_SLACK_S = 30.0
+
+
+class ClientError(RuntimeError):
+    """The client could not be set up (no session, no token, no broker)."""
+
+
+def _resolve_token(settings: Settings, session_id: str, token: str | None) -> str:
+    if token:
+        return token
+    if settings.session_token is not None and settings.session_id == session_id:
+        return settings.session_token.get_secret_value()
+    # A client on the worker's machine with access to its secret may mint tokens.
+    if settings.secret_key is not None or settings.secret_path.exists():
+        return load_signer(settings).token(session_id)
+    if settings.broker_url is None:
+        # Embedded mode: this home is ours; create the secret the worker will use.
+        load_or_create_secret(settings.secret_path)
+        return load_signer(settings).token(session_id)
+    raise ClientError(
+        "no session token: set SBX_SESSION_TOKEN (from `sbx session token SESSION_ID` "
+        "on a machine holding the secret key)"
+    )
+
+
+class SandboxClient:
+    """Synchronous client for one session.
+
+    ``broker_url=None`` means ``SBX_BROKER_URL``, or the embedded broker
+    (started if needed). ``session_token=None`` means ``SBX_SESSION_TOKEN``, or
+    a token minted from the local secret key when this machine holds it.
+    """
+
+    def __init__(
+        self,
+        broker_url: str | None = None,
+        session_id: str | None = None,
+        session_token: str | None = None,
+        *,
+        backend: str | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        self.settings = settings or get_settings()
+        sid = session_id or self.settings.session_id
+        if not sid:
+            raise ClientError("a session id is required (argument or SBX_SESSION_ID)")
+        self.session_id = validate_session_id(sid)
+        self.session_token = _resolve_token(self.settings, self.session_id, session_token)
+        self.backend = backend
+        self.broker_url = broker_url or resolve_broker_url(self.settings)
+        self.app: Celery = create_app(self.broker_url, self.settings)
+        self.ledger = CallLedger(
+            redis_client(self.broker_url),
+            claim_ttl=self.settings.claim_ttl,
+            lost_after=self.settings.lost_after,
+        )
+
+    # -- raw calls ---------------------------------------------------------------
+
+    def tool_call(self, name: str, args: Any, *, wait: float | None = None) -> str:
+        """Run tool ``name`` with ``args`` (dict or JSON text); the tool-result JSON string."""
+        if wait is None:
+            wait = _call_budget(args, self.settings)
+        call_id = uuid.uuid4().hex
+        message = ToolCallMessage(
+            call_id=call_id,
+            session_id=self.session_id,
+            session_token=self.session_token,
+            tool=name,
+            args=args,
+            backend=self.backend,
+            deadline_s=wait,
+        )
+        result = self.app.send_task(
+            TOOL_CALL_TASK,
+            args=[message.model_dump(mode="json")],
+            task_id=call_id,
+            queue=self.settings.queue,
+        )
+        deadline = time.monotonic() + wait
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                value = result.get(timeout=max(0.01, min(_LIVENESS_POLL_S, remaining)),
+                                   propagate=False, disable_sync_subtasks=False)  # fmt: skip
+            except CeleryTimeout:
+                if self.ledger.is_lost(call_id):
+                    declare_lost(self.app, self.ledger, call_id, None)
+                    continue
+                if remaining <= 0:
+                    return json.dumps(
+                        {
+                            "status": "pending",
+                            "error": f"no result within {wait:g}s: is an `sbx worker` running "
+                            f"for queue {self.settings.queue!r}? (call id {call_id})",
+                            "call_id": call_id,
+                        }
+                    )
+                continue
+            if isinstance(value, str):
+                return value
+            return json.dumps({"error": f"worker failed: {value!r}", "call_id": call_id})
+
+    def ping(self, timeout: float = 10.0) -> bool:
+        """True when a worker answers a no-op task within ``timeout`` seconds."""
+        try:
+            reply = self.app.send_task(PING_TASK, queue=self.settings.queue).get(timeout=timeout)
+        except CeleryTimeout:
+            return False
+        return bool(reply == "pong")
+
+    # -- typed helpers -------------------------------------------------------------
+
+    def exec(
+        self,
+        command: str,
+        *,
+        workdir: str | None = None,
+        timeout: int | None = None,
+    ) -> TerminalResult:
+        """Run a foreground command; the parsed ``terminal`` result."""
+        args: dict[str, Any] = {"command": command}
+        if workdir is not None:
+            args["workdir"] = workdir
+        if timeout is not None:
+            args["timeout"] = timeout
+        return TerminalResult.model_validate_json(self.tool_call("terminal", args))
+
+    def close(self) -> None:
+        """Release broker connections."""
+        self.ledger.client.close()
+        self.app.close()
+
+    def __enter__(self) -> SandboxClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _call_budget(args: Any, settings: Settings) -> float:
+    """How long to wait for a call: its own timeout (if any) plus slack."""
+    timeout = settings.default_timeout
+    if isinstance(args, dict) and isinstance(args.get("timeout"), int):
+        timeout = min(max(1, args["timeout"]), settings.max_timeout)
+    return float(timeout) + _ANSWER_SLACK_S
+
+
+class AsyncSandboxClient:
+    """``asyncio`` face of :class:`SandboxClient`; the same arguments and results."""
+
+    def __init__(
+        self,
+        broker_url: str | None = None,
+        session_id: str | None = None,
+        session_token: str | None = None,
+        *,
+        backend: str | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        self._sync = SandboxClient(
+            broker_url, session_id, session_token, backend=backend, settings=settings
+        )
+        self.session_id = self._sync.session_id
+
+    async def tool_call(self, name: str, args: Any, *, wait: float | None = None) -> str:
+        return await asyncio.to_thread(self._sync.tool_call, name, args, wait=wait)
+
+    async def exec(
+        self, command: str, *, workdir: str | None = None, timeout: int | None = None
+    ) -> TerminalResult:
+        return await asyncio.to_thread(self._sync.exec, command, workdir=workdir, timeout=timeout)
+
+    async def ping(self, timeout: float = 10.0) -> bool:
+        return await asyncio.to_thread(self._sync.ping, timeout)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self._sync.close)
+
+    async def __aenter__(self) -> AsyncSandboxClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,139 @@
+"""Exactly-once execution and lost-call detection, kept in the broker's Redis.
+
+* A call id is *claimed* (``SET NX``) before its command runs; a redelivered
+  message finds the claim and does nothing, so a command never runs twice.
+* While a call runs, its worker refreshes a heartbeat key. A claimed call with
+  no heartbeat and no result is *lost*: its worker died. Whoever notices first
+  (a client waiting on it, or any worker's reaper) stores a ``lost`` result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from typing import Any
+
+import redis
+
+from registry.results import to_json
+
+log = logging.getLogger(__name__)
+
+RUNNING_KEY = "sbx:calls:running"
+
+
+def claim_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:claim"
+
+
+def heartbeat_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:hb"
+
+
+# Claim, first heartbeat and running-set entry in one round trip.
+_CLAIM_SCRIPT = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
+  redis.call('HSET', KEYS[3], ARGV[4], ARGV[1])
+  return 1
+end
+return 0
+"""
+
+
+class CallLedger:
+    """Claims, heartbeats and lost detection for tool calls."""
+
+    def __init__(self, client: redis.Redis, *, claim_ttl: int, lost_after: float) -> None:
+        self.client = client
+        self.claim_ttl = claim_ttl
+        self.lost_after_ms = int(lost_after * 1000)
+        self._claim = client.register_script(_CLAIM_SCRIPT)
+
+    def claim(self, call_id: str, worker_id: str) -> bool:
+        """True if this worker now owns ``call_id``; False if anyone claimed it before."""
+        keys = [claim_key(call_id), heartbeat_key(call_id), RUNNING_KEY]
+        args = [worker_id, self.claim_ttl, self.lost_after_ms, call_id]
+        return bool(self._claim(keys=keys, args=args))
+
+    def beat(self, call_ids: list[str], worker_id: str) -> None:
+        """Refresh the heartbeats of running calls."""
+        if not call_ids:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for call_id in call_ids:
+            pipe.set(heartbeat_key(call_id), worker_id, px=self.lost_after_ms)
+        pipe.execute()
+
+    def release(self, call_id: str) -> None:
+        """The call finished (its result is stored): stop tracking it. The claim stays."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.delete(heartbeat_key(call_id))
+        pipe.hdel(RUNNING_KEY, call_id)
+        pipe.execute()
+
+    def is_lost(self, call_id: str) -> bool:
+        """True when the call was claimed but its worker stopped beating."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.exists(claim_key(call_id))
+        pipe.exists(heartbeat_key(call_id))
+        claimed, beating = pipe.execute()
+        return bool(claimed) and not beating
+
+    def running_calls(self) -> dict[str, str]:
+        """``{call_id: worker_id}`` of calls believed to be running."""
+        raw: dict[Any, Any] = self.client.hgetall(RUNNING_KEY)  # type: ignore[assignment]
+        return {_s(k): _s(v) for k, v in raw.items()}
+
+    def forget(self, call_id: str) -> None:
+        """Drop a call from the running set (after it was declared lost)."""
+        self.client.hdel(RUNNING_KEY, call_id)
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def lost_result(call_id: str, worker_id: str | None) -> str:
+    """The tool result of a call whose worker died while running it."""
+    who = f" ({worker_id})" if worker_id else ""
+    return to_json(
+        {
+            "status": "lost",
+            "error": f"the worker running this call{who} died before it finished; the "
+            "command may have run partly. Check the session's state before retrying.",
+            "call_id": call_id,
+        }
+    )
+
+
+class Heartbeat(threading.Thread):
+    """Daemon thread that refreshes the heartbeats of this worker's running calls."""
+
+    def __init__(self, ledger: CallLedger, worker_id: str, interval: float) -> None:
+        super().__init__(name="sbx-heartbeat", daemon=True)
+        self.ledger = ledger
+        self.worker_id = worker_id
+        self.interval = interval
+        self._active: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop_event = threading.Event()
+
+    def add(self, call_id: str) -> None:
+        with self._lock:
+            self._active.add(call_id)
+
+    def discard(self, call_id: str) -> None:
+        with self._lock:
+            self._active.discard(call_id)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            with self._lock:
+                active = list(self._active)
+            with contextlib.suppress(redis.RedisError, OSError):
+                self.ledger.beat(active, self.worker_id)

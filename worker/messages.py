@@ -1,0 +1,46 @@
+"""Task messages that travel through the broker, and the typed results clients get back."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ToolCallMessage(BaseModel):
+    """One tool call as queued for a worker (the only argument of ``sbx.tool_call``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(min_length=1, max_length=128)
+    session_id: str
+    session_token: str = ""
+    tool: str
+    args: Any = None
+    """The model's arguments: a dict, or the raw string when it sent text (validated by dispatch)."""
+    backend: str | None = None
+    deadline_s: float | None = Field(default=None, gt=0)
+    """Seconds the caller will wait; the worker answers before then."""
+
+
+class TerminalResult(BaseModel):
+    """A foreground ``terminal`` result (CONTRACT.md), or a refusal, or an error."""
+
+    model_config = ConfigDict(extra="allow")
+
+    output: str = ""
+    exit_code: int | None = None
+    error: str | None = None
+    cwd: str | None = None
+    truncated: bool = False
+    duration_ms: int = 0
+    status: str | None = None
+    """``approval_required``, ``blocked`` or ``lost`` when the command did not run normally."""
+    approval_id: str | None = None
+    pattern_key: str | None = None
+    description: str | None = None
+    process_id: str | None = None
+    pid: int | None = None
+
+
+CallStatus = Literal["lost", "pending"]

@@ -1,0 +1,68 @@
+"""Running a worker process: the app, its tasks, its background threads."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_ready, worker_shutdown
+
+from .app import create_app
+from .connection import resolve_broker_url
+from .reaper import Reaper
+from .services import configure_services, services
+from .settings import Settings
+from .tasks import register_tasks
+
+log = logging.getLogger(__name__)
+
+
+def worker_app(settings: Settings, broker_url: str | None = None) -> Celery:
+    """The worker's Celery app with sbx's tasks registered."""
+    app = create_app(broker_url or resolve_broker_url(settings), settings)
+    register_tasks(app)
+    return app
+
+
+def run_worker(
+    settings: Settings,
+    *,
+    broker_url: str | None = None,
+    queues: list[str] | None = None,
+    concurrency: int | None = None,
+    loglevel: str = "INFO",
+) -> None:
+    """Run a worker in this process until it is told to stop (SIGTERM: warm shutdown)."""
+    url = broker_url or resolve_broker_url(settings)
+    app = worker_app(settings, url)
+    configure_services(settings, url)
+    reaper: list[Reaper] = []
+
+    def _ready(**_: Any) -> None:
+        svc = services()
+        r = Reaper(app, svc.ledger, settings.lost_after)
+        r.start()
+        reaper.append(r)
+        log.info("sbx worker %s ready on %s", svc.worker_id, ",".join(queues or [settings.queue]))
+
+    def _shutdown(**_: Any) -> None:
+        for r in reaper:
+            r.stop()
+        services().close()
+
+    worker_ready.connect(_ready, weak=False)
+    worker_shutdown.connect(_shutdown, weak=False)
+    argv = [
+        "worker",
+        "--pool=threads",
+        f"--concurrency={concurrency or settings.concurrency}",
+        f"--queues={','.join(queues or [settings.queue])}",
+        f"--hostname=sbx-{socket.gethostname()}-%i@%h",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        f"--loglevel={loglevel}",
+    ]
+    app.worker_main(argv=argv)

@@ -1,0 +1,97 @@
+"""One settings object for the whole process, read once (``SBX_*`` variables, CONTRACT.md).
+
+Values come from the environment first, then from ``$SBX_HOME/config.yaml``
+(the same keys in lower case, e.g. ``broker_url: redis://...``), then defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+
+def default_home() -> Path:
+    """``$SBX_HOME`` or ``~/.local/state/sbx``."""
+    return Path(os.environ.get("SBX_HOME") or Path.home() / ".local" / "state" / "sbx")
+
+
+class _YamlFileSource(InitSettingsSource):
+    """Settings from ``$SBX_HOME/config.yaml``; a missing file contributes nothing."""
+
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        path = default_home() / "config.yaml"
+        data: dict[str, Any] = {}
+        if path.is_file():
+            loaded = yaml.safe_load(path.read_text()) or {}
+            if not isinstance(loaded, dict):
+                raise ValueError(f"{path} must hold a mapping of settings")
+            fields = settings_cls.model_fields
+            data = {k: v for k, v in loaded.items() if k in fields}
+        super().__init__(settings_cls, data)
+
+
+class Settings(BaseSettings):
+    """Deployment settings of sbx; see CONTRACT.md for the public ones."""
+
+    model_config = SettingsConfigDict(env_prefix="SBX_", extra="ignore", frozen=True)
+
+    home: Path = Field(default_factory=default_home)
+    broker_url: str | None = None
+    """External broker and result backend; unset means the embedded Redis under ``home``."""
+    secret_key: SecretStr | None = None
+    backend: str = "local"
+    session_id: str | None = None
+    session_token: SecretStr | None = None
+
+    queue: str = "sbx"
+    concurrency: int = Field(default=8, ge=1, le=256)
+    default_timeout: int = Field(default=180, ge=1)
+    max_timeout: int = Field(default=3600, ge=1)
+    output_limit: int = Field(default=100_000, ge=1024)
+    redact_output: bool = True
+    heartbeat_interval: float = Field(default=1.0, gt=0)
+    lost_after: float = Field(default=10.0, gt=0)
+    """A running call whose worker sent no heartbeat for this long is ``lost``."""
+    claim_ttl: int = Field(default=86_400, ge=60)
+    """How long a call id stays claimed: a redelivery within this window never runs again."""
+    sandbox_idle_ttl: float = Field(default=3600.0, gt=0)
+    embedded_redis_server: str | None = None
+    """Path of the redis-server binary for the embedded broker; found automatically when unset."""
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser().absolute()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, _YamlFileSource(settings_cls)
+
+    @property
+    def secret_path(self) -> Path:
+        """Where the generated secret key lives when ``SBX_SECRET_KEY`` is unset."""
+        return self.home / "secret.key"
+
+
+@cache
+def get_settings() -> Settings:
+    """The process's settings, read on first use and never again."""
+    return Settings()

@@ -1,0 +1,38 @@
+"""Celery tasks: thin wrappers that claim a call, keep it alive and run it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery, Task
+from celery.exceptions import Ignore
+
+from .app import PING_TASK, TOOL_CALL_TASK
+from .calls import execute_call
+from .services import Services, services
+
+
+def run_claimed(call_id: str, message: Any, svc: Services) -> str:
+    """Run ``message`` unless ``call_id`` was claimed before (then raise ``Ignore``)."""
+    if not svc.ledger.claim(call_id, svc.worker_id):
+        # A redelivery: the first delivery runs (or ran) it and stores the result.
+        raise Ignore()
+    heartbeat = svc.heartbeat
+    heartbeat.add(call_id)
+    try:
+        return execute_call(message, svc)
+    finally:
+        heartbeat.discard(call_id)
+        svc.ledger.release(call_id)
+
+
+def register_tasks(app: Celery) -> None:
+    """Add sbx's tasks to ``app``."""
+
+    @app.task(name=TOOL_CALL_TASK, bind=True)
+    def tool_call(self: Task, message: dict[str, Any]) -> str:
+        return run_claimed(str(self.request.id), message, services())
+
+    @app.task(name=PING_TASK)
+    def ping() -> str:
+        return "pong"
