@@ -102,8 +102,9 @@ def run(n: int) -> list[Timing]:
 
     pool = SandboxPool()
     ctx = ToolContext(session_id="bench", call_id="c", backend="local", pool=pool)
+    call = {"command": "echo hi"}
     timings.append(measure("sbx terminal in-process (dispatch)",
-                           lambda: registry.dispatch("terminal", {"command": "echo hi"}, ctx), n))  # fmt: skip
+                           lambda: registry.dispatch("terminal", call, ctx), n))  # fmt: skip
     pool.close_all()
 
     home = Path(tempfile.mkdtemp(prefix="sbx-bench-", dir="/tmp"))

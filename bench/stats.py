@@ -22,7 +22,7 @@ class Timing:
     @property
     def p95(self) -> float:
         ordered = sorted(self.samples)
-        return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+        return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
 def measure(name: str, fn: Callable[[], object], n: int, warmup: int = 10) -> Timing:
@@ -42,7 +42,5 @@ def report(timings: list[Timing], baseline: Timing) -> str:
     width = max(len(t.name) for t in timings)
     lines = [f"{'path':<{width}}  {'p50 ms':>8}  {'p95 ms':>8}  {'x ' + baseline.name[:18]:>22}"]
     for t in timings:
-        lines.append(
-            f"{t.name:<{width}}  {t.p50:8.3f}  {t.p95:8.3f}  {t.p50 / baseline.p50:22.2f}"
-        )
+        lines.append(f"{t.name:<{width}}  {t.p50:8.3f}  {t.p95:8.3f}  {t.p50 / baseline.p50:22.2f}")
     return "\n".join(lines)

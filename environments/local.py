@@ -133,7 +133,9 @@ class LocalEnvironment(Environment):
         shell = shutil.which(self.config.shell) or shutil.which("sh")
         if shell is None:
             raise BackendUnavailable("no POSIX shell found on PATH")
-        self._argv = [shell, "--noprofile", "--norc", "-s"] if shell.endswith("bash") else [shell, "-s"]
+        self._argv = (
+            [shell, "--noprofile", "--norc", "-s"] if shell.endswith("bash") else [shell, "-s"]
+        )
         self._cwd = self.config.cwd or os.getcwd()
         self._env = sandbox_environment(os.environ, self.config.forward_env)
         self._killed: dict[int, set[int]] = {}

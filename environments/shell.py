@@ -9,6 +9,7 @@ persist between commands; a dead shell is restarted and its state replayed.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import signal
@@ -309,10 +310,8 @@ class ShellSession:
     def _signal(self, pgid: int | None, signum: int) -> None:
         if pgid is None or pgid <= 1:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             self._kill_group(pgid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _parse_int(payload: bytes) -> int | None:

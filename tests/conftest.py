@@ -14,9 +14,7 @@ from tests.helpers import REPO, WorkerProcess, redis_server, short_tmpdir, wait_
 from worker.settings import Settings
 
 pytest_plugins = [
-    name
-    for name in ("tests.fixtures_backends",)
-    if importlib.util.find_spec(name) is not None
+    name for name in ("tests.fixtures_backends",) if importlib.util.find_spec(name) is not None
 ]
 
 
@@ -73,7 +71,9 @@ def start_worker(sbx_home: Path) -> Iterator[object]:
     def start(broker_url: str | None, **extra: str) -> WorkerProcess:
         from worker.client import SandboxClient
 
-        w = WorkerProcess(worker_env(sbx_home, broker_url, **extra), sbx_home / f"w{len(workers)}.log")
+        w = WorkerProcess(
+            worker_env(sbx_home, broker_url, **extra), sbx_home / f"w{len(workers)}.log"
+        )
         settings = settings_for(sbx_home, broker_url)
         w.start()
         workers.append(w)

@@ -30,7 +30,7 @@ def require(condition: bool, reason: str) -> None:
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``predicate`` until true (a readiness condition, not a sleep); fail after ``timeout``."""
+    """Poll ``predicate`` until true (a readiness condition); fail after ``timeout``."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

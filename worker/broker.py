@@ -182,9 +182,10 @@ class EmbeddedBroker:
         with self._locked():
             pid = self._server_pid()
             if self.ping():
-                with contextlib.suppress(redis.RedisError, OSError), contextlib.closing(
-                    self.client()
-                ) as c:
+                with (
+                    contextlib.suppress(redis.RedisError, OSError),
+                    contextlib.closing(self.client()) as c,
+                ):
                     c.shutdown(nosave=True)
             if pid is not None:
                 with contextlib.suppress(psutil.Error):

@@ -28,9 +28,7 @@ log = logging.getLogger(__name__)
 _ANSWER_MARGIN_S = 1.0
 
 
-def execute_call(
-    raw: Any, services: Services, tools: ToolRegistry = default_registry
-) -> str:
+def execute_call(raw: Any, services: Services, tools: ToolRegistry = default_registry) -> str:
     """Run one call message; always returns the tool-result JSON string."""
     try:
         message = ToolCallMessage.model_validate(raw)
@@ -42,9 +40,7 @@ def execute_call(
     except InvalidSessionId as exc:
         return tool_error(str(exc), status="denied")
     if not services.signer.verify(message.session_id, message.session_token):
-        return tool_error(
-            "session token missing or invalid for this session", status="denied"
-        )
+        return tool_error("session token missing or invalid for this session", status="denied")
     settings = services.settings
     budget = message.deadline_s or float(settings.max_timeout) + 60.0
     ctx = ToolContext(

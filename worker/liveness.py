@@ -54,7 +54,7 @@ class CallLedger:
     def claim(self, call_id: str, worker_id: str) -> bool:
         """True if this worker now owns ``call_id``; False if anyone claimed it before."""
         keys = [claim_key(call_id), heartbeat_key(call_id), RUNNING_KEY]
-        args = [worker_id, self.claim_ttl, self.lost_after_ms, call_id]
+        args: list[str | int] = [worker_id, self.claim_ttl, self.lost_after_ms, call_id]
         return bool(self._claim(keys=keys, args=args))
 
     def beat(self, call_ids: list[str], worker_id: str) -> None:

@@ -17,7 +17,7 @@ class ToolCallMessage(BaseModel):
     session_token: str = ""
     tool: str
     args: Any = None
-    """The model's arguments: a dict, or the raw string when it sent text (validated by dispatch)."""
+    """The arguments: a dict, or the raw text the model sent (dispatch validates it)."""
     backend: str | None = None
     deadline_s: float | None = Field(default=None, gt=0)
     """Seconds the caller will wait; the worker answers before then."""

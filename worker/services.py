@@ -68,7 +68,7 @@ class Services:
 
 
 def build_services(settings: Settings, broker_url: str | None = None) -> Services:
-    """Create the services for ``settings`` (tests build their own; workers use :func:`services`)."""
+    """Services for ``settings`` (tests build their own; workers use :func:`services`)."""
     url = broker_url or resolve_broker_url(settings)
     client = redis_client(url)
     return Services(

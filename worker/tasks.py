@@ -29,10 +29,10 @@ def run_claimed(call_id: str, message: Any, svc: Services) -> str:
 def register_tasks(app: Celery) -> None:
     """Add sbx's tasks to ``app``."""
 
-    @app.task(name=TOOL_CALL_TASK, bind=True)
+    @app.task(name=TOOL_CALL_TASK, bind=True)  # type: ignore[untyped-decorator]
     def tool_call(self: Task, message: dict[str, Any]) -> str:
         return run_claimed(str(self.request.id), message, services())
 
-    @app.task(name=PING_TASK)
+    @app.task(name=PING_TASK)  # type: ignore[untyped-decorator]
     def ping() -> str:
         return "pong"

@@ -67,7 +67,8 @@ def _redact(text: str, ctx: ToolContext) -> str:
         return text
     from process_registry.redact import redact_text
 
-    return redact_text(text)
+    redacted: str = redact_text(text)
+    return redacted
 
 
 def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:

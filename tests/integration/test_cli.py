@@ -14,7 +14,9 @@ from tests.conftest import worker_env
 from tests.helpers import REPO
 
 
-def sbx(home: Path, broker_url: str | None, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def sbx(
+    home: Path, broker_url: str | None, *args: str, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "worker.cli.main", *args],
         env=worker_env(home, broker_url, **env), cwd=str(REPO),

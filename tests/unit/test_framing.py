@@ -70,9 +70,7 @@ def test_export_dump_round_trip(shell: str) -> None:
 
 
 def test_export_dump_skips_valueless_and_garbage() -> None:
-    assert parse_export_dump(b"declare -x NOVALUE\ngarbage line\ndeclare -rx R=\"1\"\n") == {
-        "R": "1"
-    }
+    assert parse_export_dump(b'declare -x NOVALUE\ngarbage line\ndeclare -rx R="1"\n') == {"R": "1"}
 
 
 @pytest.mark.parametrize("value", ["", "a b", "it's", "'", "\n", "$(rm -rf /)", "\\"])
@@ -103,7 +101,7 @@ def test_output_capture_head_tail_and_marker() -> None:
 
 def test_output_capture_does_not_split_utf8_in_tail() -> None:
     cap = OutputCapture(8)
-    cap.feed("aaaa".encode() + "é".encode() * 10)
+    cap.feed(b"aaaa" + "é".encode() * 10)
     text = cap.text()
     assert text.startswith("aaaa\n") and text.endswith("éé")
     assert "\ufffd" not in text

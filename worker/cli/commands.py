@@ -95,10 +95,11 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    import registry.tools.terminal  # noqa: F401
-    from registry.core import registry
+    from registry.core import registry as tool_registry
+    from registry.tools import terminal
 
-    definitions = registry.get_definitions()
+    terminal.register(tool_registry)
+    definitions = tool_registry.get_definitions()
     human = "\n".join(
         f"{d['function']['name']}: {d['function'].get('description', '')[:90]}" for d in definitions
     )

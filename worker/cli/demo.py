@@ -22,9 +22,9 @@ from .output import EXIT_FAILURE, EXIT_OK, fail
 DEMO_CALLS: list[tuple[str, Any]] = [
     ("terminal", {"command": "echo hello from $(uname -s) && pwd"}),
     ("terminal", {"command": "mkdir -p /tmp/sbx-demo && cd /tmp/sbx-demo && export GREETING=hi"}),
-    ("terminal", {"command": "echo \"$GREETING from $PWD\""}),
+    ("terminal", {"command": 'echo "$GREETING from $PWD"'}),
     ("terminal", {"command": "echo partial; exit 3"}),
-    ("terminal", {"command": "read line; echo \"stdin gave: [$line]\""}),
+    ("terminal", {"command": 'read line; echo "stdin gave: [$line]"'}),
     ("terminal", {"command": "sleep 30", "timeout": 1}),
     ("terminal", {"command": "echo still here in $PWD"}),
     ("terminal", {"command": 42}),
