@@ -11,6 +11,12 @@ The subshell reports its environment and cwd when it exits (``trap ... EXIT``);
 the controller replays changes into the parent shell before the next command,
 so ``cd`` and ``export`` persist. The marker token is kept in two halves so the
 whole token never appears in ``set`` output or in a function body.
+
+The subshell reports its own pid (read from ``/proc/self/stat``, no fork) as its
+first write: when the parent printed it, that marker raced with the command's
+output and could land inside the multi-write environment dump of a fast
+command, which then leaked into the output unparsed. Without ``/proc`` the
+parent reports it as before.
 """
 
 from __future__ import annotations
@@ -27,13 +33,18 @@ __sbx_dump() {{
   printf '%s%sS' "$__sbx_a" "$__sbx_b"; export -p; printf '%s%s.' "$__sbx_a" "$__sbx_b"
   __sbx_mark C "$PWD"
 }}
+__sbx_self=
+[ -r /proc/self/stat ] && __sbx_self=1
 __sbx_run() {{
-  ( if [ -n "$2" ]; then cd -- "$2" 2>/dev/null || {{ __sbx_mark W ''; exit 1; }}; fi
+  ( if [ -n "$__sbx_self" ]; then
+      read -r __sbx_p __sbx_r < /proc/self/stat && __sbx_mark P "$__sbx_p"
+    fi
+    if [ -n "$2" ]; then cd -- "$2" 2>/dev/null || {{ __sbx_mark W ''; exit 1; }}; fi
     trap __sbx_dump EXIT
     eval "$1"
   ) </dev/null 2>&1 &
   __sbx_pg=$!
-  __sbx_mark P "$__sbx_pg"
+  [ -n "$__sbx_self" ] || __sbx_mark P "$__sbx_pg"
   wait "$__sbx_pg"
   __sbx_mark E "$?"
 }}

@@ -69,7 +69,11 @@ def start_worker(sbx_home: Path) -> Iterator[object]:
     workers: list[WorkerProcess] = []
 
     def start(broker_url: str | None, **extra: str) -> WorkerProcess:
+        from process_registry.sessions import load_or_create_secret
         from worker.client import SandboxClient
+
+        # The deployment's secret exists before its workers and clients start.
+        load_or_create_secret(sbx_home / "secret.key")
 
         w = WorkerProcess(
             worker_env(sbx_home, broker_url, **extra), sbx_home / f"w{len(workers)}.log"

@@ -8,6 +8,7 @@ call whose worker died into a ``lost`` result instead of waiting forever.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
@@ -15,6 +16,7 @@ from typing import Any
 
 from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeout
+from celery.result import AsyncResult
 
 from process_registry.sessions import load_or_create_secret, validate_session_id
 
@@ -108,6 +110,13 @@ class SandboxClient:
             task_id=call_id,
             queue=self.settings.queue,
         )
+        try:
+            return self._await(result, call_id, wait)
+        finally:
+            _release(result)
+
+    def _await(self, result: AsyncResult, call_id: str, wait: float) -> str:
+        """The call's result JSON; ``lost`` or ``pending`` results instead of waiting forever."""
         deadline = time.monotonic() + wait
         while True:
             remaining = deadline - time.monotonic()
@@ -134,11 +143,13 @@ class SandboxClient:
 
     def ping(self, timeout: float = 10.0) -> bool:
         """True when a worker answers a no-op task within ``timeout`` seconds."""
+        result = self.app.send_task(PING_TASK, queue=self.settings.queue)
         try:
-            reply = self.app.send_task(PING_TASK, queue=self.settings.queue).get(timeout=timeout)
+            return bool(result.get(timeout=timeout) == "pong")
         except CeleryTimeout:
             return False
-        return bool(reply == "pong")
+        finally:
+            _release(result)
 
     # -- typed helpers -------------------------------------------------------------
 
@@ -167,6 +178,16 @@ class SandboxClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _release(result: AsyncResult) -> None:
+    """Stop listening for ``result`` now, while the broker connection is alive.
+
+    Celery otherwise unsubscribes when the object is garbage collected, which
+    may be after the client (or the broker) is gone.
+    """
+    with contextlib.suppress(Exception):
+        result.backend.remove_pending_result(result)
 
 
 def _call_budget(args: Any, settings: Settings) -> float:

@@ -74,7 +74,7 @@ def claim_key_for_running(client: SandboxClient) -> str:
 
 
 def test_no_worker_answers_pending_not_forever(sbx_home: Path, broker_url: str | None) -> None:
-    settings = settings_for(sbx_home, broker_url)
+    settings = settings_for(sbx_home, broker_url, secret_key="k" * 32)
     with SandboxClient(session_id="alone", settings=settings) as client:
         result = json.loads(client.tool_call("terminal", {"command": "echo hi"}, wait=0.5))
     assert result["status"] == "pending"

@@ -54,3 +54,11 @@ def test_secret_key_is_never_printed(monkeypatch: pytest.MonkeyPatch) -> None:
     s = Settings()
     assert "very-secret-value" not in repr(s) and "very-secret-value" not in str(s)
     assert os.environ["SBX_SECRET_KEY"] == "very-secret-value"
+
+
+def test_client_without_token_or_secret_is_refused(tmp_path: Path) -> None:
+    from worker.client import ClientError, SandboxClient
+
+    settings = Settings(home=tmp_path, broker_url="redis://127.0.0.1:1/0")
+    with pytest.raises(ClientError, match="SBX_SESSION_TOKEN"):
+        SandboxClient(session_id="s", settings=settings)

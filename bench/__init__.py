@@ -1,0 +1,1 @@
+"""Benchmarks comparing sbx with the baselines in DESIGN.md."""

@@ -1,0 +1,378 @@
+"""Receipts: the durable, redacted, bounded, owner-only record of each finished process.
+
+Layout under ``$SBX_HOME/logs``:
+
+* ``process-results/<process_id>.json``: one receipt per process (0600 in a
+  0700 directory), written once (``os.link`` of a complete temp file: a second
+  writer gets :class:`AlreadyExists`). Its mtime is its completion time,
+  which retention sorts by.
+* ``process-chains/<hash of session>.json``: the head of each session's hash
+  chain (seq + sha256 of its latest receipt), the receipt being written
+  (``pending``, so a crash between the two files is rolled forward), and the
+  hashes of pruned receipts (so retention is not mistaken for tampering).
+
+Contracts: ``command`` and ``output`` are redacted here whatever the caller
+did (forced); output is cut to ``output_cap`` bytes (head + tail + marker);
+:meth:`ReceiptStore.read` and :meth:`ReceiptStore.list` return only receipts
+the reader session may read (owner or compression continuation);
+:meth:`ReceiptStore.verify` reports edited, deleted and reordered receipts.
+"""
+
+from __future__ import annotations
+
+import bisect
+import builtins
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .atomic import (
+    atomic_write,
+    ensure_private_dir,
+    read_nofollow,
+    remove,
+    sweep_temp_files,
+    validate_id,
+)
+from .continuations import ContinuationStore
+from .models import (
+    AlreadyExists,
+    IntegrityError,
+    NotFound,
+    PermissionDenied,
+    Receipt,
+    UnsafePath,
+    redact,
+)
+
+DEFAULT_MAX_AGE = 7 * 24 * 3600.0
+DEFAULT_MAX_COUNT = 1000
+DEFAULT_OUTPUT_CAP = 64 * 1024
+
+
+def bound_text(text: str, cap: int) -> tuple[str, bool]:
+    """``text`` cut to about ``cap`` UTF-8 bytes as head + marker + tail; (text, truncated)."""
+    data = text.encode()
+    if len(data) <= cap:
+        return text, False
+    half = cap // 2
+    head = data[:half].decode(errors="ignore")
+    tail = data[-half:].decode(errors="ignore")
+    omitted = len(data) - len(head.encode()) - len(tail.encode())
+    return f"{head}\n... [{omitted} bytes omitted] ...\n{tail}", True
+
+
+def excerpt(read_at: Callable[[int, int], bytes], total: int, cap: int) -> tuple[str, bool]:
+    """Head and tail of a ``total``-byte stream, cut at line ends, for a receipt.
+
+    Cutting at newlines (when there is one near the cut) keeps a secret on one
+    line whole on one side, so the redactor still recognises it.
+    """
+    if total <= cap:
+        return read_at(0, total).decode(errors="replace"), False
+    half = cap // 2
+    head = read_at(0, half)
+    nl = head.rfind(b"\n")
+    if nl >= half // 2:
+        head = head[: nl + 1]
+    tail = read_at(total - half, half)
+    nl = tail.find(b"\n")
+    if 0 <= nl < half // 2:
+        tail = tail[nl + 1 :]
+    omitted = total - len(head) - len(tail)
+    text = head.decode(errors="replace") + f"\n... [{omitted} bytes omitted] ...\n"
+    return text + tail.decode(errors="replace"), True
+
+
+def _session_file(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode()).hexdigest()[:40] + ".json"
+
+
+class ReceiptStore:
+    """Receipts of one ``SBX_HOME``; safe for threads and for several worker processes."""
+
+    def __init__(
+        self,
+        home: Path,
+        *,
+        continuations: ContinuationStore | None = None,
+        max_age: float = DEFAULT_MAX_AGE,
+        max_count: int = DEFAULT_MAX_COUNT,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        home = Path(home)
+        ensure_private_dir(home / "logs")
+        self.dir = ensure_private_dir(home / "logs" / "process-results")
+        self.chains = ensure_private_dir(home / "logs" / "process-chains")
+        self.continuations = continuations or ContinuationStore(home)
+        self.max_age = max_age
+        self.max_count = max_count
+        self.output_cap = output_cap
+        self.clock = clock
+        self._lock = threading.Lock()
+        # Sorted (mtime, file name) of the receipts directory, trusted while the
+        # directory's mtime is the one we left it with (i.e. no other writer touched it):
+        # retention on write is then O(log n) instead of a stat of every receipt.
+        self._index: list[tuple[float, str]] | None = None
+        self._index_stamp = 0
+        sweep_temp_files(self.dir)
+        sweep_temp_files(self.chains)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def path(self, process_id: str) -> Path:
+        return self.dir / f"{validate_id(process_id, 'process id')}.json"
+
+    def exists(self, process_id: str) -> bool:
+        return os.path.lexists(self.path(process_id))
+
+    def write(self, draft: Receipt) -> Receipt:
+        """Redact, bound, chain and persist ``draft``; return the stored receipt.
+
+        Raises :class:`AlreadyExists` when ``draft.process_id`` has a receipt:
+        exactly one receipt per process, whoever races to write it.
+        """
+        validate_id(draft.process_id, "process id")
+        output, cut = bound_text(redact(draft.output), self.output_cap)
+        clean = draft.model_copy(
+            update={
+                "command": redact(draft.command),
+                "output": output,
+                "output_truncated": draft.output_truncated or cut,
+            }
+        )
+        with self._locked():
+            if self.exists(draft.process_id):
+                raise AlreadyExists(f"receipt of {draft.process_id} exists already")
+            chain = self._load_chain(draft.owner_session_id)
+            receipt = clean.sealed(chain["head_seq"] + 1, chain["head_sha"])
+            chain["pending"] = {"process_id": receipt.process_id, "sha256": receipt.sha256}
+            self._save_chain(chain)
+            stamp = os.stat(self.dir).st_mtime_ns
+            atomic_write(
+                self.dir,
+                f"{receipt.process_id}.json",
+                receipt.model_dump_json(indent=1).encode(),
+                exclusive=True,
+                mtime=receipt.ended_at,
+            )
+            self._indexed_add(stamp, receipt.ended_at, f"{receipt.process_id}.json")
+            # Commit the head now (not only on the next write), so a deleted latest receipt shows.
+            chain.update(head_seq=receipt.seq, head_sha=receipt.sha256, pending=None)
+            self._save_chain(chain)
+            self._prune_locked()
+        return receipt
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        # The thread lock orders this process's writers; flock orders other workers'.
+        with self._lock:
+            fd = os.open(
+                self.chains / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
+
+    def _load_chain(self, session_id: str) -> dict[str, Any]:
+        chain: dict[str, Any] = {
+            "session": session_id,
+            "head_seq": 0,
+            "head_sha": None,
+            "pending": None,
+            "pruned": {},
+        }
+        try:
+            stored = json.loads(read_nofollow(self.chains / _session_file(session_id)))
+        except (FileNotFoundError, UnsafePath, ValueError):
+            stored = None
+        if isinstance(stored, dict) and stored.get("session") == session_id:
+            chain.update(stored)
+        pending = chain.get("pending")
+        if isinstance(pending, dict):
+            # The receipt named as pending made it to disk: it is the real head.
+            with contextlib.suppress(NotFound, IntegrityError, UnsafePath, ValidationError):
+                r = self._load(str(pending.get("process_id")))
+                if r.sha256 == pending.get("sha256") and r.seq == chain["head_seq"] + 1:
+                    chain["head_seq"], chain["head_sha"] = r.seq, r.sha256
+            chain["pending"] = None
+        return chain
+
+    def _save_chain(self, chain: dict[str, Any]) -> None:
+        pruned = chain["pruned"]
+        # Bounded: only the newest pruned hashes can still be someone's predecessor.
+        keep = sorted(pruned, key=int)[-(self.max_count + 16) :]
+        chain["pruned"] = {k: pruned[k] for k in keep}
+        data = json.dumps(chain, sort_keys=True).encode()
+        # Not fsynced: a crashed worker cannot tear it (atomic rename), and only a power cut
+        # between this and the receipt's own fsync could leave the chain one step behind,
+        # which verify() then reports rather than hides. Saves two fsyncs per receipt.
+        atomic_write(
+            self.chains, _session_file(chain["session"]), data, fsync_file=False, fsync_dir=False
+        )
+
+    # -- retention -------------------------------------------------------------------------
+
+    def prune(self) -> int:
+        """Delete receipts older than ``max_age`` and beyond the newest ``max_count``."""
+        with self._locked():
+            return self._prune_locked(rescan=True)
+
+    def _scan_index(self) -> builtins.list[tuple[float, str]]:
+        entries: builtins.list[tuple[float, str]] = []
+        with os.scandir(self.dir) as it:
+            for e in it:
+                if e.name.endswith(".json") and not e.name.startswith("."):
+                    with contextlib.suppress(OSError):
+                        entries.append((e.stat(follow_symlinks=False).st_mtime, e.name))
+        entries.sort()
+        return entries
+
+    def _indexed_add(self, stamp_before: int, mtime: float, name: str) -> None:
+        if self._index is not None and stamp_before == self._index_stamp:
+            bisect.insort(self._index, (mtime, name))
+            self._index_stamp = os.stat(self.dir).st_mtime_ns
+        else:
+            self._index = None  # someone else changed the directory: rescan next time
+
+    def _prune_locked(self, *, rescan: bool = False) -> int:
+        stamp = os.stat(self.dir).st_mtime_ns
+        if rescan or self._index is None or stamp != self._index_stamp:
+            self._index, self._index_stamp = self._scan_index(), stamp
+        entries = self._index
+        cutoff = self.clock() - self.max_age
+        excess = len(entries) - self.max_count
+        victims = [name for i, (mtime, name) in enumerate(entries) if mtime < cutoff or i < excess]
+        if not victims:
+            return 0
+        gone = set(victims)
+        self._index = [e for e in entries if e[1] not in gone]
+        chains: dict[str, dict[str, Any]] = {}
+        doomed: list[Path] = []
+        for name in victims:
+            path = self.dir / name
+            try:
+                r = Receipt.model_validate_json(read_nofollow(path))
+            except (OSError, ValidationError, ValueError):
+                doomed.append(path)  # unreadable: nothing to record, still bounded
+                continue
+            chain = chains.get(r.owner_session_id) or self._load_chain(r.owner_session_id)
+            chains[r.owner_session_id] = chain
+            chain["pruned"][str(r.seq)] = r.sha256
+            doomed.append(path)
+        # Record what is pruned before deleting it: a crash in between is harmless.
+        for chain in chains.values():
+            self._save_chain(chain)
+        for path in doomed:
+            remove(path)
+        self._index_stamp = os.stat(self.dir).st_mtime_ns
+        return len(doomed)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _load(self, process_id: str) -> Receipt:
+        try:
+            data = read_nofollow(self.path(process_id))
+        except FileNotFoundError:
+            raise NotFound(f"no receipt for process {process_id}") from None
+        return Receipt.model_validate_json(data)
+
+    def read(self, process_id: str, session_id: str, *, verified: bool = True) -> Receipt:
+        """The receipt of ``process_id`` if ``session_id`` may read it.
+
+        Raises :class:`NotFound`, :class:`PermissionDenied` (not the owner nor
+        a continuation of it), or :class:`IntegrityError` when ``verified`` and
+        the receipt does not match its own hash.
+        """
+        receipt = self._load(process_id)
+        if not self.continuations.may_read(session_id, receipt.owner_session_id):
+            raise PermissionDenied(f"session may not read the receipt of {process_id}")
+        if verified and (not receipt.is_intact() or receipt.process_id != process_id):
+            raise IntegrityError(f"receipt of {process_id} was modified")
+        return receipt
+
+    def _all(self) -> Iterator[tuple[str, Receipt | None]]:
+        for name in sorted(os.listdir(self.dir)):
+            if not name.endswith(".json") or name.startswith("."):
+                continue
+            try:
+                yield name[: -len(".json")], self._load(name[: -len(".json")])
+            except (NotFound, UnsafePath, ValidationError, ValueError, OSError):
+                yield name[: -len(".json")], None
+
+    def list(self, session_id: str) -> list[Receipt]:
+        """Receipts ``session_id`` may read, oldest completion first."""
+        readable = [
+            r
+            for _, r in self._all()
+            if r is not None and self.continuations.may_read(session_id, r.owner_session_id)
+        ]
+        return sorted(readable, key=lambda r: (r.ended_at, r.seq))
+
+    def verify(self, session_ids: Iterable[str]) -> builtins.list[str]:
+        """Integrity problems in the receipts of ``session_ids`` (empty list: all good).
+
+        Detects an edited receipt (hash mismatch), a moved/swapped file (name
+        is not its process id), a deleted one (a gap in the session's chain not
+        explained by retention, or a missing head) and a reordered one (a
+        predecessor hash that does not match).
+        """
+        wanted = set(session_ids)
+        by_session: dict[str, list[tuple[str, Receipt]]] = {s: [] for s in wanted}
+        for name, r in self._all():
+            if r is not None and r.owner_session_id in wanted:
+                by_session[r.owner_session_id].append((name, r))
+        problems: list[str] = []
+        for session in sorted(wanted):
+            chain = self._load_chain(session)
+            pruned: dict[str, str] = chain["pruned"]
+            by_seq: dict[int, Receipt] = {}
+            for name, r in by_session[session]:
+                if name != r.process_id:
+                    problems.append(f"{name}: file holds the receipt of {r.process_id} (moved)")
+                if not r.is_intact():
+                    problems.append(f"{r.process_id}: content does not match its sha256 (edited)")
+                if r.seq in by_seq:
+                    problems.append(f"{r.process_id}: duplicate position {r.seq} (reordered)")
+                by_seq[r.seq] = r
+            for seq, r in sorted(by_seq.items()):
+                if seq <= 1:
+                    if r.prev_sha256 is not None or seq < 1:
+                        problems.append(f"{r.process_id}: bad chain start (reordered)")
+                    continue
+                pred = by_seq.get(seq - 1)
+                expected = pred.sha256 if pred is not None else pruned.get(str(seq - 1))
+                if expected is None:
+                    problems.append(f"{session}: receipt #{seq - 1} is missing (deleted)")
+                elif r.prev_sha256 != expected:
+                    problems.append(f"{r.process_id}: predecessor hash mismatch (reordered)")
+            head_seq, head_sha = chain["head_seq"], chain["head_sha"]
+            if head_seq and head_seq not in by_seq and str(head_seq) not in pruned:
+                problems.append(f"{session}: latest receipt #{head_seq} is missing (deleted)")
+            elif head_seq in by_seq and by_seq[head_seq].sha256 != head_sha:
+                problems.append(f"{session}: latest receipt differs from the chain head")
+            if any(seq > head_seq for seq in by_seq):
+                problems.append(f"{session}: receipt beyond the chain head (reordered)")
+        return problems
+
+    def sessions_readable_by(self, session_id: str) -> builtins.list[str]:
+        """``session_id`` and every session it continues (whose receipts it may verify)."""
+        return [session_id, *self.continuations.ancestors(session_id)]
+
+    def now(self) -> float:
+        return self.clock()
+
+
+__all__ = ["AlreadyExists", "ReceiptStore", "bound_text", "excerpt"]

@@ -1,0 +1,539 @@
+"""The process registry of one worker: start, observe, stop and adopt background processes.
+
+Contracts (DESIGN.md decisions 3-5):
+
+* Every method takes the caller's *already verified* session id. Live process
+  actions (poll, log, wait, kill, list) are owner-only; reading a finished
+  process's receipt is allowed to the owner or its compression continuation.
+  A process id alone authorizes nothing: denial raises :class:`PermissionDenied`.
+* When a process ends: its receipt is written first, then waiters are
+  released (completion event), then its checkpoint is removed. Exactly one
+  receipt per process, also when a kill races the exit.
+* Output stays in the process's output file (a private spool outside
+  ``SBX_HOME`` for local processes, since it is unredacted); the registry holds
+  no output in memory. Reads are by byte offset and never split a UTF-8 sequence.
+* :meth:`ProcessRegistry.adopt_all` adopts a checkpointed process only when
+  pid, start time and boot id match and its writer is gone; otherwise it
+  never signals it, and records its true exit status (or ``lost``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import hashlib
+import logging
+import os
+import secrets
+import signal
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from environments.base import Environment, SpawnedProcess
+from environments.procinfo import boot_id
+
+from .atomic import ensure_private_dir, validate_id
+from .checkpoints import CheckpointStore, adoptable
+from .continuations import ContinuationStore
+from .models import (
+    AlreadyExists,
+    LogChunk,
+    PermissionDenied,
+    ProcessInfo,
+    ProcessRecord,
+    ProcessState,
+    Receipt,
+    redact,
+)
+from .receipts import ReceiptStore, excerpt
+from .sessions import validate_session_id
+from .watcher import ExitWatcher
+
+log = logging.getLogger(__name__)
+
+EnvironmentLookup = Callable[[ProcessRecord], Environment | None]
+"""Returns the environment an adopted record's process lives in (None: not reachable now)."""
+
+_FINISHED_KEPT = 256
+_TAIL_BYTES = 2048
+
+
+@dataclass
+class _Tracked:
+    record: ProcessRecord
+    env: Environment
+    done: threading.Event = field(default_factory=threading.Event)
+    checkpointed: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    ending: ProcessState | None = None  # "killed"/"timeout" once we signalled it
+    finalizing: bool = False
+    receipt: Receipt | None = None
+
+
+@dataclass
+class AdoptionReport:
+    """What :meth:`ProcessRegistry.adopt_all` did with each checkpoint."""
+
+    adopted: list[str] = field(default_factory=list)
+    finalized: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _utf8_cut(data: bytes) -> int:
+    """Length of the longest prefix of ``data`` that does not end inside a UTF-8 sequence."""
+    n = len(data)
+    for back in range(1, min(4, n) + 1):
+        b = data[n - back]
+        if b & 0xC0 == 0x80:
+            continue  # continuation byte: keep looking for the lead byte
+        need = 2 if b & 0xE0 == 0xC0 else 3 if b & 0xF0 == 0xE0 else 4 if b & 0xF8 == 0xF0 else 1
+        return n - back if need > back else n
+    return n
+
+
+class ProcessRegistry:
+    """Background processes of one worker over one ``SBX_HOME``."""
+
+    def __init__(
+        self,
+        home: Path,
+        environment_lookup: EnvironmentLookup,
+        *,
+        receipts: ReceiptStore | None = None,
+        kill_grace: float = 2.0,
+        redact_live: bool = True,
+        spool_dir: Path | None = None,
+        poll_interval: float = 0.05,
+    ) -> None:
+        self.home = Path(home)
+        ensure_private_dir(self.home)
+        self.environment_lookup = environment_lookup
+        self.continuations = ContinuationStore(self.home)
+        self.receipts = receipts or ReceiptStore(self.home, continuations=self.continuations)
+        self.checkpoints = CheckpointStore(self.home)
+        self.kill_grace = kill_grace
+        self.redact_live = redact_live
+        # Raw output is unredacted: keep it out of SBX_HOME, in a private per-home spool.
+        tag = hashlib.sha256(str(self.home.resolve()).encode()).hexdigest()[:12]
+        self.spool = ensure_private_dir(
+            spool_dir or Path(tempfile.gettempdir()) / f"sbx-{os.getuid()}-{tag}"
+        )
+        self._lock = threading.Lock()
+        self._live: dict[str, _Tracked] = {}
+        self._finished: OrderedDict[str, _Tracked] = OrderedDict()
+        self._watcher = ExitWatcher(self._on_exit, poll_interval=poll_interval)
+
+    # -- starting --------------------------------------------------------------------------
+
+    def start(
+        self,
+        env: Environment,
+        command: str,
+        *,
+        owner_session_id: str,
+        workdir: str | None = None,
+        env_vars: dict[str, str] | None = None,
+        timeout: float | None = None,
+        pty: bool = False,
+    ) -> ProcessRecord:
+        """Spawn ``command`` detached in ``env``, checkpoint it and watch it.
+
+        ``timeout`` (seconds) kills it (TERM, grace, KILL) with status ``timeout``.
+        ``pty`` is recorded but not yet supported by the spawn path (raises).
+        """
+        validate_session_id(owner_session_id)
+        if pty:
+            raise NotImplementedError("pty background processes are not supported yet")
+        process_id = "p" + secrets.token_hex(8)
+        local = env.backend == "local"
+        base = str(self.spool / process_id) if local else f"/tmp/sbx-{process_id}"
+        spawned = env.spawn(
+            command,
+            output_path=base + ".out",
+            status_path=base + ".status",
+            workdir=workdir,
+            env=env_vars,
+        )
+        record = ProcessRecord(
+            process_id=process_id,
+            pid=spawned.pid,
+            pgid=spawned.pgid,
+            pid_start_time=spawned.start_time,
+            boot_id=boot_id() if local else None,
+            writer=self.checkpoints.me,
+            owner_session_id=owner_session_id,
+            backend=env.backend,
+            sandbox_id=env.sandbox_id,
+            command=redact(command),
+            cwd=workdir,
+            output_path=spawned.output_path,
+            status_path=spawned.status_path,
+            started_at=time.time(),
+            pty=pty,
+            timeout=timeout,
+        )
+        # Watch first, checkpoint second: a short process's exit is handled while its
+        # checkpoint is written; only the checkpoint's removal waits for that write.
+        tracked = self._track(record, env, spawned, checkpointed=False)
+        try:
+            stored = self.checkpoints.write(record)  # stores the command redacted
+        finally:
+            tracked.checkpointed.set()
+        return stored
+
+    def _track(
+        self,
+        record: ProcessRecord,
+        env: Environment,
+        spawned: SpawnedProcess,
+        *,
+        checkpointed: bool = True,
+    ) -> _Tracked:
+        tracked = _Tracked(record, env)
+        if checkpointed:
+            tracked.checkpointed.set()
+        with self._lock:
+            self._live[record.process_id] = tracked
+        self._watcher.watch(record.process_id, env, spawned, local=env.backend == "local")
+        if record.timeout is not None:
+            remaining = record.started_at + record.timeout - time.time()
+            self._watcher.schedule(max(0.0, remaining), lambda: self._expire(record.process_id))
+        return tracked
+
+    # -- completion ------------------------------------------------------------------------
+
+    def _on_exit(self, process_id: str, wait_status: int | None) -> None:
+        with self._lock:
+            tracked = self._live.get(process_id)
+        if tracked is not None:
+            self._finalize(tracked, wait_status)
+
+    def _finalize(self, t: _Tracked, wait_status: int | None) -> None:
+        """Receipt, then release waiters, then drop the checkpoint (once per process)."""
+        with t.lock:
+            if t.finalizing:
+                return
+            t.finalizing = True
+        rec = t.record
+        try:
+            code = self._status_file_code(t)
+            if code is None:
+                code = wait_status
+            status: ProcessState = t.ending or ("exited" if code is not None else "lost")
+            t.receipt = self._write_receipt(t, status, code)
+        except Exception:
+            log.exception("could not write the receipt of %s; its checkpoint stays", rec.process_id)
+            t.done.set()
+            return
+        t.done.set()
+        with self._lock:
+            self._live.pop(rec.process_id, None)
+            self._finished[rec.process_id] = t
+            while len(self._finished) > _FINISHED_KEPT:
+                _, old = self._finished.popitem(last=False)
+                self._discard_output(old)
+        t.checkpointed.wait(30.0)
+        with contextlib.suppress(Exception):
+            self.checkpoints.remove(rec.process_id)
+        with contextlib.suppress(Exception):
+            if rec.backend == "local":
+                os.unlink(rec.status_path)
+
+    def _status_file_code(self, t: _Tracked) -> int | None:
+        try:
+            raw = t.env.read_file(t.record.status_path)
+        except (FileNotFoundError, OSError):
+            return None
+        try:
+            return int(raw.strip())
+        except ValueError:
+            return None  # a torn or foreign status file tells nothing: never invent a code
+
+    def _output_size(self, t: _Tracked) -> int:
+        if t.record.backend == "local":
+            try:
+                return os.stat(t.record.output_path).st_size
+            except FileNotFoundError:
+                return 0
+        return len(t.env.read_file(t.record.output_path))
+
+    def _write_receipt(self, t: _Tracked, status: ProcessState, code: int | None) -> Receipt:
+        rec = t.record
+        try:
+            total = self._output_size(t)
+            output, cut = excerpt(
+                lambda off, n: t.env.read_file(rec.output_path, off, n),
+                total,
+                self.receipts.output_cap,
+            )
+        except FileNotFoundError:
+            total, output, cut = 0, "", False
+        ended = time.time()
+        if status == "lost":
+            code = None
+        draft = Receipt(
+            process_id=rec.process_id,
+            owner_session_id=rec.owner_session_id,
+            command=rec.command,
+            backend=rec.backend,
+            sandbox_id=rec.sandbox_id,
+            cwd=rec.cwd,
+            pid=rec.pid,
+            started_at=rec.started_at,
+            ended_at=ended,
+            exit_code=code,
+            status="lost" if status == "running" else status,
+            output=output,
+            output_truncated=cut,
+            output_bytes=total,
+        )
+        try:
+            return self.receipts.write(draft)
+        except AlreadyExists:
+            # Someone (another worker adopting it) wrote it first: theirs is the one receipt.
+            return self.receipts.read(rec.process_id, rec.owner_session_id, verified=False)
+
+    def _discard_output(self, t: _Tracked) -> None:
+        if t.record.backend == "local":
+            with contextlib.suppress(OSError):
+                os.unlink(t.record.output_path)
+
+    # -- killing ---------------------------------------------------------------------------
+
+    def _signal_end(self, t: _Tracked, reason: ProcessState) -> bool:
+        """TERM the process group if it still is that process; mark why it ends."""
+        spawned = t.record.spawned()
+        if t.done.is_set() or not t.env.is_running(spawned):
+            return False
+        with t.lock:
+            if t.finalizing:
+                return False
+            t.ending = t.ending or reason
+        t.env.signal(spawned, signal.SIGTERM)
+        return True
+
+    def _expire(self, process_id: str) -> None:
+        with self._lock:
+            t = self._live.get(process_id)
+        if t is not None and self._signal_end(t, "timeout"):
+            self._watcher.schedule(self.kill_grace, lambda: self._force(t))
+
+    def _force(self, t: _Tracked) -> None:
+        if not t.done.is_set():
+            t.env.signal(t.record.spawned(), signal.SIGKILL)
+
+    def kill(self, process_id: str, session_id: str) -> ProcessInfo:
+        """TERM the process group, KILL it after ``kill_grace``; returns once it ended.
+
+        Status ``killed`` when our signal ended it; a process that had already
+        exited keeps its own status. Exactly one receipt either way.
+        """
+        t = self._owned(process_id, session_id)
+        if t is None:
+            return self.poll(process_id, session_id)
+        sent = self._signal_end(t, "killed")
+        # Also when it had just ended on its own: return only once its receipt exists.
+        if not t.done.wait(self.kill_grace) and sent:
+            self._force(t)
+        t.done.wait(self.kill_grace + 5.0)
+        return self._info(t)
+
+    # -- observing -------------------------------------------------------------------------
+
+    def _owned(self, process_id: str, session_id: str) -> _Tracked | None:
+        """The tracked process if ``session_id`` owns it; None when only a receipt remains."""
+        validate_id(process_id, "process id")
+        with self._lock:
+            t = self._live.get(process_id) or self._finished.get(process_id)
+        if t is None:
+            return None
+        if t.record.owner_session_id != session_id:
+            raise PermissionDenied(f"session does not own process {process_id}")
+        return t
+
+    def poll(self, process_id: str, session_id: str) -> ProcessInfo:
+        """Current state of a process (or its receipt once it is only a receipt)."""
+        t = self._owned(process_id, session_id)
+        if t is not None:
+            return self._info(t)
+        return self._from_receipt(self.receipts.read(process_id, session_id))
+
+    def wait(self, process_id: str, session_id: str, timeout: float | None = None) -> ProcessInfo:
+        """Block until the process ended (its receipt is written) or ``timeout`` passed."""
+        t = self._owned(process_id, session_id)
+        if t is None:
+            return self.poll(process_id, session_id)
+        t.done.wait(timeout)
+        return self._info(t)
+
+    def linger(self, session_id: str, timeout: float) -> builtins.list[ProcessInfo]:
+        """Wait (at most ``timeout`` s in all) for the session's processes; return them all."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            mine = [
+                t
+                for t in [*self._live.values(), *self._finished.values()]
+                if t.record.owner_session_id == session_id
+            ]
+        for t in mine:
+            t.done.wait(max(0.0, deadline - time.monotonic()))
+        return [self._info(t) for t in mine]
+
+    def list(self, session_id: str) -> builtins.list[ProcessInfo]:
+        """Processes this worker tracks (running and recently finished) owned by ``session_id``."""
+        with self._lock:
+            mine = [
+                t
+                for t in [*self._live.values(), *self._finished.values()]
+                if t.record.owner_session_id == session_id
+            ]
+        return [self._info(t) for t in sorted(mine, key=lambda t: t.record.started_at)]
+
+    def log(
+        self, process_id: str, session_id: str, offset: int = 0, limit: int = 65536
+    ) -> LogChunk:
+        """Output from byte ``offset`` (at most ``limit`` bytes); see :class:`LogChunk`.
+
+        With ``redact_live`` a running process's read stops at the last complete
+        line when there is one, so a secret is never split between two reads.
+        """
+        if offset < 0 or limit <= 0:
+            raise ValueError("offset must be >= 0 and limit > 0")
+        t = self._owned(process_id, session_id)
+        if t is not None:
+            ended = t.done.is_set()
+            try:
+                data = t.env.read_file(t.record.output_path, offset, limit)
+            except FileNotFoundError:
+                data = None
+            if data is not None:
+                status = self._info(t, tail=False).status
+                return self._chunk(process_id, data, offset, limit, ended, status)
+        receipt = self.receipts.read(process_id, session_id)
+        body = receipt.output.encode()
+        data = body[offset : offset + limit]
+        return self._chunk(process_id, data, offset, limit, True, receipt.status, total=len(body))
+
+    def _chunk(
+        self,
+        process_id: str,
+        data: bytes,
+        offset: int,
+        limit: int,
+        ended: bool,
+        status: ProcessState,
+        total: int | None = None,
+    ) -> LogChunk:
+        full = len(data) == limit
+        keep = _utf8_cut(data) if (full or not ended) else len(data)
+        if self.redact_live and not ended and not full:
+            nl = data.rfind(b"\n", 0, keep)
+            keep = nl + 1 if nl >= 0 else keep
+        text = data[:keep].decode(errors="replace")
+        if self.redact_live:
+            text = redact(text)
+        nxt = offset + keep
+        eof = ended and (nxt >= total if total is not None else not full)
+        return LogChunk(
+            process_id=process_id, text=text, offset=offset, next_offset=nxt, eof=eof, status=status
+        )
+
+    def _info(self, t: _Tracked, *, tail: bool = True) -> ProcessInfo:
+        if t.done.is_set() and t.receipt is not None:
+            return self._from_receipt(t.receipt)
+        rec = t.record
+        size: int | None = None
+        text = ""
+        with contextlib.suppress(Exception):
+            size = self._output_size(t)
+            if tail and size:
+                raw = t.env.read_file(rec.output_path, max(0, size - _TAIL_BYTES), _TAIL_BYTES)
+                text = redact(raw.decode(errors="replace"))
+        return ProcessInfo(
+            process_id=rec.process_id,
+            pid=rec.pid,
+            status="lost" if t.done.is_set() else "running",
+            command=rec.command,
+            owner_session_id=rec.owner_session_id,
+            backend=rec.backend,
+            started_at=rec.started_at,
+            output_bytes=size,
+            output_tail=text,
+        )
+
+    @staticmethod
+    def _from_receipt(r: Receipt) -> ProcessInfo:
+        return ProcessInfo(
+            process_id=r.process_id,
+            pid=r.pid,
+            status=r.status,
+            exit_code=r.exit_code,
+            command=r.command,
+            owner_session_id=r.owner_session_id,
+            backend=r.backend,
+            started_at=r.started_at,
+            ended_at=r.ended_at,
+            output_bytes=r.output_bytes,
+            output_tail=r.output[-_TAIL_BYTES:],
+        )
+
+    # -- adoption --------------------------------------------------------------------------
+
+    def adopt_all(self) -> AdoptionReport:
+        """Take over the checkpoints of dead workers (see module docstring)."""
+        report = AdoptionReport()
+        with self.checkpoints.locked():
+            for rec in self.checkpoints.load_all():
+                with self._lock:
+                    if rec.process_id in self._live or rec.process_id in self._finished:
+                        continue
+                if self.receipts.exists(rec.process_id):
+                    # Receipt written but the checkpoint not yet removed when its writer died.
+                    with contextlib.suppress(Exception):
+                        self.checkpoints.take_over(rec)
+                        self.checkpoints.remove(rec.process_id)
+                    report.finalized.append(rec.process_id)
+                    continue
+                env = self.environment_lookup(rec)
+                if env is None:
+                    report.skipped[rec.process_id] = "its environment is not reachable"
+                    continue
+                if rec.boot_id is not None:
+                    decision = adoptable(rec, me=self.checkpoints.me)
+                    action, reason = decision.action, decision.reason
+                elif not rec.writer.is_gone():
+                    action, reason = "skip", "its writer is still running"
+                else:
+                    action, reason = (
+                        ("adopt", "running")
+                        if env.is_running(rec.spawned())
+                        else (
+                            "finalize",
+                            "ended",
+                        )
+                    )
+                if action == "skip":
+                    report.skipped[rec.process_id] = reason
+                    continue
+                rec = self.checkpoints.take_over(rec)
+                if action == "adopt":
+                    self._track(rec, env, rec.spawned())
+                    report.adopted.append(rec.process_id)
+                else:
+                    # Ended (or its pid is someone else's now): never signal, just record.
+                    t = _Tracked(rec, env)
+                    t.checkpointed.set()
+                    with self._lock:
+                        self._live[rec.process_id] = t
+                    self._finalize(t, None)
+                    report.finalized.append(rec.process_id)
+        return report
+
+    def close(self) -> None:
+        """Stop watching; processes keep running and later workers can adopt them."""
+        self._watcher.close()

@@ -1,0 +1,195 @@
+"""Scripts that one command runs besides itself.
+
+Contract: :func:`nested_scripts` returns the shell source texts that ``cmd`` will
+execute or hand to another shell: ``bash -c``/``sh -c`` strings (also when the
+shell is an argument of ``docker run``/``kubectl exec``), ``eval`` arguments,
+``xargs``/``find -exec`` commands, ``docker exec`` and ``kubectl exec``
+commands, ``ssh`` remote commands, ``cmd /c`` and ``powershell -Command``
+strings, decoded ``powershell -EncodedCommand`` payloads, ``trap`` and ``alias``
+bodies, text fed on stdin to a shell, base64 fed through ``base64 -d`` into a
+shell, and shell strings passed to exec-style calls inside interpreter code
+(``os.system('...')``, ``subprocess.run([...])``, Perl/Ruby backticks).
+
+Each returned text is analysed like a top-level command by the detector.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+from registry.approval.commands import (
+    DATA_COMMANDS,
+    SHELLS,
+    Cmd,
+    basename,
+    join_argv,
+    operands,
+    shell_c_script,
+    subcommand,
+)
+from registry.approval.dataflow import (
+    inline_code,
+    interpreter,
+    reads_script_from_stdin,
+    stdin_text,
+)
+from registry.approval.patterns_exec import find_exec_commands, xargs_command
+from registry.approval.patterns_system import powershell_encoded_payload
+
+__all__ = ["code_exec_strings", "nested_scripts"]
+
+_ENGINES = frozenset({"docker", "podman", "nerdctl", "finch"})
+_EXEC_SHORT = frozenset("euw")
+_EXEC_LONG = frozenset({"env", "env-file", "user", "workdir", "detach-keys"})
+_SSH_ARG_OPTS = frozenset("BbcDEeFIiJLlmOopQRSWw")
+_LITERAL = r"""(?:[fFrRbBuU]{0,2})(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')"""
+_EXEC_CALL_RE = re.compile(
+    r"(?:\b(?:system|popen[23]?|spawn\w*|exec[a-zA-Z]*|check_output|check_call|call|run|Popen"
+    r"|shell_exec|passthru|proc_open|getoutput|getstatusoutput|run_command|capture[23]\w*)\s*\(\s*"
+    r"|\bdo\s+shell\s+script\s+|\bsystem\s+)"
+    rf"(?P<arg>\[[^\]]*\]|{_LITERAL})",
+    re.DOTALL,
+)
+_LITERAL_RE = re.compile(_LITERAL, re.DOTALL)
+_BACKTICK_CODE_RE = re.compile(
+    r"`([^`]+)`|\bqx\s*[{(\[/](.*?)[})\]/]|%x\s*[{(\[](.*?)[})\]]", re.DOTALL
+)
+
+
+def _unquote_literal(lit: str) -> str:
+    body = lit.lstrip("fFrRbBuU")
+    return re.sub(r"\\(.)", r"\1", body[1:-1])
+
+
+def code_exec_strings(code: str, family: str | None = None) -> list[str]:
+    """Shell command strings passed to exec-style calls in interpreter ``code``."""
+    out: list[str] = []
+    for m in _EXEC_CALL_RE.finditer(code):
+        arg = m.group("arg")
+        if arg.startswith("["):
+            out.append(join_argv(_unquote_literal(x) for x in _LITERAL_RE.findall(arg)))
+        else:
+            out.append(_unquote_literal(arg))
+    if family not in ("perl", "ruby", "php"):
+        return out  # backticks run commands only in these languages
+    for m in _BACKTICK_CODE_RE.finditer(code):
+        out.append(next(g for g in m.groups() if g is not None))
+    return out
+
+
+def _decode_b64(text: str, encoding: str = "utf-8") -> str | None:
+    compact = "".join(text.split())
+    if not compact:
+        return None
+    try:
+        raw = base64.b64decode(compact + "=" * (-len(compact) % 4), validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    return raw.decode(encoding, errors="ignore")
+
+
+def _engine_exec(cmd: Cmd) -> list[str]:
+    """Inner command of ``docker exec [opts] CONTAINER cmd...`` (also ``container exec``)."""
+    idx, verb = subcommand(cmd.args, frozenset("Hc"), frozenset({"host", "context", "config"}))
+    rest = cmd.args[idx + 1 :] if idx >= 0 else []
+    if verb == "container" and rest[:1] == ["exec"]:
+        verb, rest = "exec", rest[1:]
+    if verb != "exec":
+        return []  # "run" options are open-ended; the generic "sh -c" scan covers it
+    i = 0
+    while i < len(rest) and rest[i].startswith("-"):
+        a = rest[i]
+        i += 2 if (len(a) == 2 and a[1] in _EXEC_SHORT) or a[2:] in _EXEC_LONG else 1
+    inner = rest[i + 1 :]  # skip the container name
+    return [join_argv(inner)] if inner else []
+
+
+def _ssh_remote(cmd: Cmd) -> list[str]:
+    rest = operands(cmd.args, _SSH_ARG_OPTS)
+    return [" ".join(rest[1:])] if len(rest) > 1 else []
+
+
+def _powershell(cmd: Cmd) -> list[str]:
+    out: list[str] = []
+    payload = powershell_encoded_payload(cmd)
+    if payload:
+        decoded = _decode_b64(payload, "utf-16-le")
+        if decoded:
+            out.append(decoded)
+    for i, a in enumerate(cmd.args):
+        # -Command and its abbreviations (-c, -com, ...), also spelled with "/".
+        if len(a) >= 2 and a[0] in "-/" and "command".startswith(a[1:].lower()):
+            if i + 1 < len(cmd.args):
+                out.append(" ".join(cmd.args[i + 1 :]))
+            break
+    return out
+
+
+def _fed_to_shell(cmd: Cmd) -> list[str]:
+    """What a stdin-reading shell will run: static stdin, or base64 decoded on the way."""
+    out: list[str] = []
+    text = stdin_text(cmd)
+    if text:
+        out.append(text)
+    upstream = cmd.piped_from()
+    if (
+        len(upstream) >= 2
+        and upstream[0].name in ("echo", "printf")
+        and any(u.name == "base64" for u in upstream[1:])
+    ):
+        decoded = _decode_b64(" ".join(a for a in upstream[0].args if not a.startswith("-")))
+        if decoded:
+            out.append(decoded)
+    return out
+
+
+def nested_scripts(cmd: Cmd) -> list[str]:
+    """Shell texts run on behalf of ``cmd`` (see module docstring)."""
+    out = list(cmd.nested)
+    name, args = cmd.name, cmd.args
+    if name in SHELLS:
+        script = shell_c_script(args)
+        if script is not None:
+            out.append(script)
+    elif name == "eval":
+        out.append(" ".join(args))
+    elif name == "alias":
+        out.extend(a.split("=", 1)[1] for a in args if "=" in a)
+    elif name == "trap":
+        if args and args[0] not in ("-l", "-p", "--"):
+            out.append(args[0])
+    elif name == "xargs":
+        out.append(join_argv(xargs_command(cmd)))
+    elif name == "find":
+        out.extend(join_argv(c) for c in find_exec_commands(cmd))
+    elif name in _ENGINES:
+        out.extend(_engine_exec(cmd))
+    elif name == "kubectl":
+        if "exec" in args and "--" in args:
+            out.append(join_argv(args[args.index("--") + 1 :]))
+    elif name in ("ssh", "autossh"):
+        out.extend(_ssh_remote(cmd))
+    elif name == "cmd":
+        for i, a in enumerate(args):
+            if a.lower() in ("/c", "/k", "/r"):
+                out.append(" ".join(args[i + 1 :]))
+                break
+    elif name in ("powershell", "pwsh"):
+        out.extend(_powershell(cmd))
+    if name not in SHELLS and name not in DATA_COMMANDS:
+        # "docker run img sh -c '...'", "kubectl run ... -- bash -lc '...'".
+        for i, a in enumerate(cmd.argv[1:], start=1):
+            if basename(a) in SHELLS:
+                script = shell_c_script(cmd.argv[i + 1 :])
+                if script is not None:
+                    out.append(script)
+    if reads_script_from_stdin(cmd) and (
+        name in SHELLS or name in ("iex", "invoke-expression", "powershell", "pwsh")
+    ):
+        out.extend(_fed_to_shell(cmd))
+    code = inline_code(cmd)
+    if code:
+        out.extend(code_exec_strings(code, interpreter(name)))
+    return out

@@ -1,0 +1,334 @@
+"""The approval policy: decide whether one terminal command may run now.
+
+Contract of :meth:`ApprovalGuard.check`, evaluated in this order:
+
+1. Hardline -> ``blocked``, in every mode (``off`` included) and every backend.
+2. ``command_denylist`` match (pattern key, or command glob against the whole
+   command or any simple command inside it) -> ``blocked``.
+3. No dangerous pattern -> ``allow``. Mode ``off`` -> ``allow``.
+4. Each finding's key is covered by the backend's explicit relaxation
+   (``approvals.backend_policy``; default: every backend is checked,
+   containers included), the allowlist's pattern keys, or the session's
+   approved keys; or a literal/glob allowlist entry matches the whole
+   (non-compound) command; or a once-grant for this exact command in this
+   session exists (consumed now) -> ``allow``.
+5. Mode ``smart``: the judge's APPROVE -> ``allow`` (this run only), DENY ->
+   ``blocked``, anything else -> step 6.
+6. ``approval_required`` with a pending approval that expires after
+   ``approvals.timeout`` seconds; concurrent checks of the same command in the
+   same session share one approval id.
+
+An unattended worker therefore never runs a dangerous command without an
+explicit answer: silence expires into nothing. If the approval store fails,
+dangerous commands are ``blocked`` (fail closed); benign ones never touch it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from registry.approval.config import ApprovalConfigSource, ApprovalSettings, JudgeSettings, Rules
+from registry.approval.detect import Analysis, analyze_command
+from registry.approval.smart import JudgeClient
+from registry.approval.store import (
+    ApprovalStore,
+    MemoryApprovalStore,
+    PendingApproval,
+    Scope,
+)
+
+__all__ = ["ApprovalDecision", "ApprovalGuard", "Outcome"]
+
+log = logging.getLogger(__name__)
+
+Outcome = Literal["allow", "approval_required", "blocked"]
+Mode = Literal["manual", "smart", "off"]
+ApprovalStatus = Literal["pending", "approved", "denied", "expired", "unknown"]
+
+
+class ApprovalDecision(BaseModel):
+    """The verdict for one command (see :class:`ApprovalGuard`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    outcome: Outcome
+    pattern_key: str | None = None
+    description: str | None = None
+    approval_id: str | None = None
+    reason: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        """True when the command may run now."""
+        return self.outcome == "allow"
+
+    def to_tool_result(self) -> dict[str, Any] | None:
+        """The model-facing refusal (CONTRACT.md ``terminal`` refusals), None when allowed."""
+        if self.outcome == "approval_required":
+            return {
+                "status": "approval_required",
+                "approval_id": self.approval_id,
+                "pattern_key": self.pattern_key,
+                "description": self.description,
+            }
+        if self.outcome == "blocked":
+            return {"status": "blocked", "error": self.reason or "command blocked"}
+        return None
+
+
+def _new_id() -> str:
+    return "apr_" + secrets.token_hex(12)
+
+
+class ApprovalGuard:
+    """Applies the approval policy; one instance per worker, thread-safe.
+
+    ``store`` holds pending approvals and grants (use a
+    :class:`~registry.approval.redis_store.RedisApprovalStore` when several
+    workers serve the same sessions); ``config`` the cached configuration file;
+    ``mode`` overrides ``approvals.mode``; ``judge`` overrides
+    ``approvals.judge``; ``clock`` returns wall-clock seconds.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: ApprovalStore | None = None,
+        config: ApprovalConfigSource | None = None,
+        mode: Mode | None = None,
+        judge: JudgeClient | None = None,
+        clock: Callable[[], float] = time.time,
+        id_factory: Callable[[], str] = _new_id,
+    ) -> None:
+        self.store: ApprovalStore = store if store is not None else MemoryApprovalStore()
+        self.config = config if config is not None else ApprovalConfigSource(None)
+        self._mode = mode
+        self._judge = judge
+        self._judge_cache: tuple[JudgeSettings, JudgeClient] | None = None
+        self._clock = clock
+        self._new_id = id_factory
+
+    @classmethod
+    def from_config_file(
+        cls,
+        path: str | os.PathLike[str] | None,
+        *,
+        store: ApprovalStore | None = None,
+        redis_client: Any | None = None,
+        redis_prefix: str = "sbx:approval:",
+        mode: Mode | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> ApprovalGuard:
+        """Guard for a worker.
+
+        ``path`` is the YAML config (``$SBX_HOME/config.yaml``; None: defaults
+        only, "always" kept in memory). With ``redis_client`` (a ``redis.Redis``
+        on the broker's Redis) approvals are shared by every worker through a
+        :class:`~registry.approval.redis_store.RedisApprovalStore`; otherwise
+        they live in this process. ``mode`` overrides ``approvals.mode``.
+        Raises :class:`~registry.approval.config.ApprovalConfigError` for an
+        unreadable config file.
+        """
+        if store is None and redis_client is not None:
+            from registry.approval.redis_store import RedisApprovalStore
+
+            store = RedisApprovalStore(redis_client, prefix=redis_prefix)
+        return cls(store=store, config=ApprovalConfigSource(path), mode=mode, clock=clock)
+
+    # -- configuration ---------------------------------------------------------
+    def reload(self) -> None:
+        """Re-read the configuration file now."""
+        self.config.reload()
+
+    def _judge_for(self, settings: ApprovalSettings) -> JudgeClient | None:
+        if self._judge is not None:
+            return self._judge
+        if settings.judge is None:
+            return None
+        cached = self._judge_cache
+        if cached is None or cached[0] != settings.judge:
+            js = settings.judge
+            client = JudgeClient(
+                js.url, api_key=js.resolved_api_key(), model=js.model, timeout=js.timeout
+            )
+            self._judge_cache = cached = (js, client)
+        return cached[1]
+
+    # -- the decision ----------------------------------------------------------
+    def check(self, command: str, *, session_id: str, backend: str) -> ApprovalDecision:
+        """Decide whether ``command`` may run now in ``session_id`` on ``backend``."""
+        analysis = analyze_command(command)
+        hard = analysis.hardline
+        if hard is not None:
+            log.info(
+                "approval: hardline %s blocked (session %s, backend %s)",
+                hard.key,
+                session_id,
+                backend,
+            )
+            return ApprovalDecision(
+                outcome="blocked",
+                pattern_key=hard.key,
+                description=hard.description,
+                reason=f"hardline: {hard.description}; this command can never run",
+            )
+        settings, rules = self.config.get()
+        denied_by = rules.denied(analysis)
+        if denied_by is not None:
+            first = analysis.dangerous
+            return ApprovalDecision(
+                outcome="blocked",
+                pattern_key=first.key if first else None,
+                description=first.description if first else None,
+                reason=f"denied by command_denylist entry {denied_by!r}",
+            )
+        if not analysis.findings:
+            return ApprovalDecision(outcome="allow")
+        mode = self._mode or settings.mode
+        if mode == "off":
+            return ApprovalDecision(outcome="allow", reason="approvals are off")
+        try:
+            return self._check_dangerous(
+                command, analysis, settings, rules, session_id, backend, mode
+            )
+        except Exception as exc:  # fail closed: a broken store must not let the command through
+            log.error("approval: store error (%s); blocking", type(exc).__name__)
+            first = analysis.findings[0]
+            return ApprovalDecision(
+                outcome="blocked",
+                pattern_key=first.key,
+                description=first.description,
+                reason="approval state unavailable; try again later",
+            )
+
+    def _check_dangerous(
+        self,
+        command: str,
+        analysis: Analysis,
+        settings: ApprovalSettings,
+        rules: Rules,
+        session_id: str,
+        backend: str,
+        mode: Mode,
+    ) -> ApprovalDecision:
+        relaxed = settings.relaxed_keys(backend)
+        if relaxed == "all":
+            return ApprovalDecision(outcome="allow", reason=f"backend_policy allows {backend}")
+        session_keys = self.store.session_keys(session_id)
+        open_findings = [
+            f
+            for f in analysis.findings
+            if f.key not in relaxed and f.key not in rules.allow_keys and f.key not in session_keys
+        ]
+        if not open_findings:
+            return ApprovalDecision(outcome="allow", reason="pattern approved")
+        if rules.allowed_text(analysis):
+            return ApprovalDecision(outcome="allow", reason="command allowlisted")
+        now = self._clock()
+        if self.store.consume_once(session_id, command, now=now):
+            return ApprovalDecision(outcome="allow", reason="approved once")
+        first = open_findings[0]
+        if mode == "smart":
+            judge = self._judge_for(settings)
+            verdict = judge.judge(command, first.key, first.description) if judge else "escalate"
+            if verdict == "approve":
+                return ApprovalDecision(
+                    outcome="allow",
+                    pattern_key=first.key,
+                    description=first.description,
+                    reason="approved by judge",
+                )
+            if verdict == "deny":
+                return ApprovalDecision(
+                    outcome="blocked",
+                    pattern_key=first.key,
+                    description=first.description,
+                    reason="denied by the smart-approval judge",
+                )
+        record = PendingApproval(
+            approval_id=self._new_id(),
+            session_id=session_id,
+            command=command,
+            pattern_key=first.key,
+            pattern_keys=tuple(f.key for f in open_findings),
+            description=first.description,
+            created_at=now,
+            expires_at=now + settings.timeout,
+        )
+        record = self.store.create_or_get_pending(record, now=now)
+        log.info(
+            "approval: %s requires approval %s (session %s)",
+            record.pattern_key,
+            record.approval_id,
+            session_id,
+        )
+        return ApprovalDecision(
+            outcome="approval_required",
+            pattern_key=record.pattern_key,
+            description=record.description,
+            approval_id=record.approval_id,
+            reason="approval required",
+        )
+
+    # -- answers ---------------------------------------------------------------
+    def approve(self, approval_id: str, scope: Scope, *, session_id: str) -> PendingApproval:
+        """Approve a pending approval of ``session_id``.
+
+        ``once``: the identical command may run one time in that session.
+        ``session``: its pattern keys are approved for the rest of the session.
+        ``always``: also appended to ``command_allowlist`` in the config file.
+        Raises :class:`~registry.approval.store.ApprovalError` subclasses for
+        unknown, expired, already answered or foreign approvals.
+        """
+        if scope not in ("once", "session", "always"):
+            raise ValueError(f"scope must be once, session or always, not {scope!r}")
+        settings, _ = self.config.get()
+        record = self.store.resolve(
+            approval_id,
+            approve=True,
+            scope=scope,
+            session_id=session_id,
+            now=self._clock(),
+            once_ttl=settings.once_ttl,
+        )
+        if scope == "always":
+            self.config.add_allowlist_entries(record.pattern_keys or (record.pattern_key,))
+        log.info("approval: %s approved (%s) in session %s", approval_id, scope, session_id)
+        return record
+
+    def deny(self, approval_id: str, *, session_id: str | None = None) -> PendingApproval:
+        """Deny a pending approval (and check it belongs to ``session_id`` when given)."""
+        record = self.store.resolve(
+            approval_id,
+            approve=False,
+            scope=None,
+            session_id=session_id,
+            now=self._clock(),
+            once_ttl=0.0,
+        )
+        log.info("approval: %s denied", approval_id)
+        return record
+
+    def get(self, approval_id: str) -> PendingApproval | None:
+        """The approval record, whatever its state, or None."""
+        return self.store.get(approval_id)
+
+    def status(self, approval_id: str) -> ApprovalStatus:
+        """``pending``, ``approved``, ``denied``, ``expired`` or ``unknown``."""
+        record = self.store.get(approval_id)
+        if record is None:
+            return "unknown"
+        if record.status == "pending" and record.expired(self._clock()):
+            return "expired"
+        return record.status
+
+    def clear_session(self, session_id: str) -> None:
+        """Forget every approval granted to ``session_id`` (session end)."""
+        self.store.clear_session(session_id)

@@ -1,0 +1,206 @@
+"""ProcessRegistry with real local processes: lifecycle, kill races, ownership, secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from environments.local import LocalEnvironment
+from process_registry.models import NotFound, PermissionDenied
+from process_registry.registry import ProcessRegistry
+from tests.helpers import wait_until
+
+from .conftest import GITHUB, OPENAI, PASSWORD, SECRETS
+
+OWNER = "s-owner"
+
+
+def receipts_dir(home: Path) -> Path:
+    return home / "logs" / "process-results"
+
+
+def test_start_poll_wait_receipt_and_checkpoint_order(
+    registry: ProcessRegistry, home: Path
+) -> None:
+    rec = registry.start(registry_env(registry), "echo hello; exit 3", owner_session_id=OWNER)
+    info = registry.wait(rec.process_id, OWNER, timeout=30)
+    assert (info.status, info.exit_code) == ("exited", 3)
+    # Receipt is on disk by the time the waiter is released.
+    data = json.loads((receipts_dir(home) / f"{rec.process_id}.json").read_text())
+    assert data["output"] == "hello\n" and data["exit_code"] == 3 and data["status"] == "exited"
+    assert data["owner_session_id"] == OWNER and data["output_bytes"] == 6
+    wait_until(
+        lambda: not (home / "checkpoints" / f"{rec.process_id}.json").exists(),
+        10,
+        "checkpoint gone",
+    )
+    assert registry.poll(rec.process_id, OWNER).status == "exited"
+    assert [p.process_id for p in registry.list(OWNER)] == [rec.process_id]
+
+
+def registry_env(registry: ProcessRegistry) -> LocalEnvironment:
+    env = registry.environment_lookup(None)  # type: ignore[arg-type]
+    assert isinstance(env, LocalEnvironment)
+    return env
+
+
+def test_running_process_has_checkpoint_and_poll_says_running(
+    registry: ProcessRegistry, env: LocalEnvironment, home: Path
+) -> None:
+    rec = registry.start(env, "echo started; exec sleep 30", owner_session_id=OWNER)
+    assert (home / "checkpoints" / f"{rec.process_id}.json").exists()
+    assert registry.poll(rec.process_id, OWNER).status == "running"
+    wait_until(lambda: "started" in registry.log(rec.process_id, OWNER).text, 10, "output")
+    info = registry.kill(rec.process_id, OWNER)
+    assert info.status == "killed"
+    assert not env.is_running(rec.spawned())
+
+
+def test_log_by_offset_decodes_split_utf8(registry: ProcessRegistry, env: LocalEnvironment) -> None:
+    text = "héllo wörld ✓ 𝄞 " * 50
+    rec = registry.start(env, f"printf '%s' '{text}'", owner_session_id=OWNER)
+    registry.wait(rec.process_id, OWNER, timeout=30)
+    for limit in (1, 2, 3, 5, 7):
+        offset, parts = 0, []
+        while True:
+            chunk = registry.log(rec.process_id, OWNER, offset, limit)
+            parts.append(chunk.text)
+            if chunk.eof:
+                break
+            assert chunk.next_offset > offset or limit < 4
+            offset = chunk.next_offset if chunk.next_offset > offset else offset
+            if chunk.next_offset == offset and not chunk.text:
+                limit += 1  # a 4-byte character needs a 4-byte window
+        assert "".join(parts) == text
+
+
+def test_wait_times_out_without_ending(registry: ProcessRegistry, env: LocalEnvironment) -> None:
+    rec = registry.start(env, "exec sleep 30", owner_session_id=OWNER)
+    assert registry.wait(rec.process_id, OWNER, timeout=0.05).status == "running"
+    registry.kill(rec.process_id, OWNER)
+
+
+def test_timeout_kills_with_status_timeout(
+    registry: ProcessRegistry, env: LocalEnvironment
+) -> None:
+    rec = registry.start(env, "exec sleep 30", owner_session_id=OWNER, timeout=0.2)
+    info = registry.wait(rec.process_id, OWNER, timeout=30)
+    assert info.status == "timeout"
+    assert not env.is_running(rec.spawned())
+
+
+def test_kill_escalates_to_sigkill(registry: ProcessRegistry, env: LocalEnvironment) -> None:
+    rec = registry.start(
+        env, "trap '' TERM; echo ready; while :; do sleep 1; done", owner_session_id=OWNER
+    )
+    wait_until(lambda: "ready" in registry.log(rec.process_id, OWNER).text, 10, "trap set")
+    info = registry.kill(rec.process_id, OWNER)
+    assert info.status == "killed"
+    assert not env.is_running(rec.spawned())
+
+
+def test_exactly_one_receipt_when_kill_races_exit(
+    registry: ProcessRegistry, env: LocalEnvironment, home: Path
+) -> None:
+    for i in range(15):
+        rec = registry.start(env, "true" if i % 2 else "exit 5", owner_session_id=OWNER)
+        barrier = threading.Barrier(3)
+        results: list[str] = []
+
+        def killer(
+            pid: str = rec.process_id,
+            barrier: threading.Barrier = barrier,
+            results: list[str] = results,
+        ) -> None:
+            barrier.wait()
+            results.append(registry.kill(pid, OWNER).status)
+
+        threads = [threading.Thread(target=killer) for _ in range(2)]
+        for t in threads:
+            t.start()
+        barrier.wait()
+        info = registry.wait(rec.process_id, OWNER, timeout=30)
+        for t in threads:
+            t.join()
+        assert info.status in ("exited", "killed")
+        assert set(results) == {info.status}
+        if info.status == "exited":
+            assert info.exit_code == (0 if i % 2 else 5)
+    files = [n for n in os.listdir(receipts_dir(home)) if n.endswith(".json")]
+    assert len(files) == 15
+    assert registry.receipts.verify([OWNER]) == []
+
+
+def test_other_sessions_cannot_act(registry: ProcessRegistry, env: LocalEnvironment) -> None:
+    rec = registry.start(env, "exec sleep 30", owner_session_id=OWNER)
+    for call in (
+        lambda: registry.poll(rec.process_id, "intruder"),
+        lambda: registry.log(rec.process_id, "intruder"),
+        lambda: registry.wait(rec.process_id, "intruder", timeout=0),
+        lambda: registry.kill(rec.process_id, "intruder"),
+    ):
+        with pytest.raises(PermissionDenied):
+            call()
+    assert registry.list("intruder") == []
+    assert env.is_running(rec.spawned())
+    registry.kill(rec.process_id, OWNER)
+    with pytest.raises(PermissionDenied):
+        registry.poll(rec.process_id, "intruder")
+    with pytest.raises(NotFound):
+        registry.poll("p0000000000000000", OWNER)
+
+
+def test_finished_receipt_readable_by_continuation_only(
+    home: Path, env: LocalEnvironment, spool: Path
+) -> None:
+    reg = ProcessRegistry(home, lambda rec: env, spool_dir=spool)
+    rec = reg.start(env, "echo done", owner_session_id=OWNER)
+    reg.wait(rec.process_id, OWNER, timeout=30)
+    reg.close()
+    # A fresh worker knows the process only through its receipt.
+    reg2 = ProcessRegistry(home, lambda rec: env, spool_dir=spool)
+    try:
+        reg2.continuations.record(OWNER, "s-continued")
+        assert reg2.poll(rec.process_id, "s-continued").exit_code == 0
+        assert reg2.log(rec.process_id, "s-continued").text == "done\n"
+        with pytest.raises(PermissionDenied):
+            reg2.poll(rec.process_id, "s-unrelated")
+    finally:
+        reg2.close()
+
+
+def test_linger_waits_for_the_sessions_processes(
+    registry: ProcessRegistry, env: LocalEnvironment
+) -> None:
+    recs = [registry.start(env, f"exit {i}", owner_session_id=OWNER) for i in range(3)]
+    infos = registry.linger(OWNER, timeout=30)
+    assert sorted(i.exit_code or 0 for i in infos) == [0, 1, 2]
+    assert {i.process_id for i in infos} == {r.process_id for r in recs}
+
+
+def test_no_secret_in_any_file_under_home(
+    registry: ProcessRegistry, env: LocalEnvironment, home: Path
+) -> None:
+    cmd = f"echo {GITHUB}; echo key={OPENAI}; echo password={PASSWORD}"
+    running = registry.start(env, f"{cmd}; exec sleep 30", owner_session_id=OWNER)
+    done = registry.start(env, f"echo 'export TOKEN={GITHUB}'; {cmd}", owner_session_id=OWNER)
+    registry.wait(done.process_id, OWNER, timeout=30)
+    wait_until(lambda: "key=" in registry.log(running.process_id, OWNER).text, 10, "output")
+    chunk = registry.log(running.process_id, OWNER)
+    assert not any(s in chunk.text for s in SECRETS)
+
+    def leaks() -> list[str]:
+        found = []
+        for root, _, names in os.walk(home):
+            for name in names:
+                data = (Path(root) / name).read_bytes()
+                found += [f"{name}:{s[:6]}" for s in SECRETS if s.encode() in data]
+        return found
+
+    assert leaks() == []  # while one still runs (its checkpoint holds the command)
+    registry.kill(running.process_id, OWNER)
+    assert leaks() == []

@@ -1,0 +1,200 @@
+"""Cache-only MCP catalog, wire names and registry sync, against a real MCP stdio server."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from registry.context import ToolContext
+from registry.core import ToolRegistry
+from registry.deferral import should_defer
+from registry.dispatch import handle_function_call
+from registry.hooks import HookRegistry
+from registry.mcp import (
+    MAX_TOOL_NAME,
+    McpCatalog,
+    McpServerConfig,
+    McpToolSpec,
+    sync_mcp_tools_to_registry,
+    wire_name,
+)
+
+pytest.importorskip("mcp")
+
+SERVER = '''
+from mcp.server.mcpserver import MCPServer
+app = MCPServer("demo")
+
+@app.tool()
+def add(a: int, b: int = 2) -> int:
+    """Add two numbers."""
+    return a + b
+
+@app.tool()
+def wipe(path: str) -> str:
+    """Delete a path."""
+    return "wiped " + path
+
+if __name__ == "__main__":
+    app.run()
+'''
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> McpServerConfig:
+    script = tmp_path / "server.py"
+    script.write_text(SERVER)
+    return McpServerConfig(id="srv-1", name="Demo Server", command=sys.executable,
+                           args=(str(script),), force_prompt_tools=frozenset({"wipe"}))  # fmt: skip
+
+
+def test_wire_name_format_digest_and_length() -> None:
+    a = wire_name("id-1", "My Server", "search files")
+    assert a.startswith("mcp__my_server__search_files__") and len(a.split("__")[-1]) == 8
+    assert a != wire_name("id-2", "My Server", "search files")  # digest: stable server id
+    assert a == wire_name("id-1", "My Server", "search files")
+    long = wire_name("x", "s" * 100, "t" * 100)
+    assert len(long) <= MAX_TOOL_NAME and long.count("__") == 3
+
+
+def test_wire_name_non_latin_falls_back() -> None:
+    name = wire_name("id", "サーバー", "도구")
+    assert name.startswith("mcp__server__tool__")
+
+
+def test_list_tools_is_cache_only_and_cold_fires_one_refresh() -> None:
+    calls: list[str] = []
+
+    async def slow_lister(s: McpServerConfig) -> list[McpToolSpec]:
+        calls.append(s.id)
+        time.sleep(0.3)
+        return [McpToolSpec("t", "T.")]
+
+    cat = McpCatalog([McpServerConfig("a", "A", "unused")], lister=slow_lister)
+    t0 = time.monotonic()
+    assert cat.list_tools("a") is None and cat.list_tools("a") is None
+    assert time.monotonic() - t0 < 0.1  # never blocked on the server
+    cat.wait_idle()
+    assert calls == ["a"]  # one background refresh, not one per read
+    assert cat.list_tools("a") == [McpToolSpec("t", "T.")]
+
+
+def test_warmed_empty_is_not_cold() -> None:
+    calls: list[str] = []
+
+    async def lister(s: McpServerConfig) -> list[McpToolSpec]:
+        calls.append(s.id)
+        return []
+
+    cat = McpCatalog([McpServerConfig("a", "A", "unused")], lister=lister)
+    cat.refresh_tools("a")
+    assert cat.list_tools("a") == [] and calls == ["a"]
+    cat.wait_idle()
+    assert calls == ["a"]
+
+
+def test_failed_refresh_keeps_last_good() -> None:
+    fail = {"now": False}
+
+    async def lister(s: McpServerConfig) -> list[McpToolSpec]:
+        if fail["now"]:
+            raise ConnectionError("server down")
+        return [McpToolSpec("t", "T.")]
+
+    cat = McpCatalog([McpServerConfig("a", "A", "unused")], lister=lister)
+    cat.refresh_tools("a")
+    fail["now"] = True
+    assert cat.refresh_tools("a") == [McpToolSpec("t", "T.")]
+    assert cat.list_tools("a") == [McpToolSpec("t", "T.")]
+    assert "server down" in (cat.last_error("a") or "")
+
+
+def test_list_changed_enable_and_restart_trigger_refresh() -> None:
+    calls: list[str] = []
+
+    async def lister(s: McpServerConfig) -> list[McpToolSpec]:
+        calls.append(s.id)
+        return []
+
+    cat = McpCatalog([McpServerConfig("a", "A", "unused")], lister=lister)
+    for t in (cat.on_tool_list_changed("a"),):
+        assert t is not None
+        t.join()
+    t2 = cat.on_server_restarted("a")
+    assert t2 is not None
+    t2.join()
+    t3 = cat.on_server_enabled(McpServerConfig("b", "B", "unused"))
+    assert t3 is not None
+    t3.join()
+    assert calls == ["a", "a", "b"]
+
+
+def test_sync_never_connects_and_keeps_entries_of_cold_server() -> None:
+    async def never(s: McpServerConfig) -> list[McpToolSpec]:
+        raise AssertionError("sync must not wait for a connection")
+
+    reg = ToolRegistry()
+    cat = McpCatalog([McpServerConfig("dead", "Dead", "/nonexistent")], lister=never)
+    assert sync_mcp_tools_to_registry(reg, cat) == []
+    cat.wait_idle()
+    assert reg.names() == []
+
+
+def test_real_server_sync_namespace_and_call(server: McpServerConfig, ctx: ToolContext) -> None:
+    reg = ToolRegistry()
+    cat = McpCatalog([server])
+    assert sync_mcp_tools_to_registry(reg, cat) == []  # cold: nothing yet, refresh fired
+    cat.wait_idle()
+    names = sync_mcp_tools_to_registry(reg, cat)
+    add = reg.get(wire_name("srv-1", "Demo Server", "add"))
+    assert add is not None and add.name in names
+    assert (add.namespace, add.namespace_label) == ("mcp:srv-1", "mcp:Demo Server")
+    assert add.model_description == "Add two numbers."
+    assert add.parameters["required"] == ["a"]
+    out = json.loads(handle_function_call(add.name, {"a": 40}, ctx=ctx, registry=reg,
+                                          hooks=HookRegistry()))  # fmt: skip
+    assert out["content"] == "42"
+
+
+def test_force_prompt_tool_is_gated_and_never_deferred(server: McpServerConfig) -> None:
+    reg = ToolRegistry()
+    cat = McpCatalog([server])
+    cat.refresh_tools("srv-1")
+    sync_mcp_tools_to_registry(reg, cat)
+    wipe = reg.get(wire_name("srv-1", "Demo Server", "wipe"))
+    assert wipe is not None and wipe.defer == "never" and wipe.is_approval_gated()
+    assert wipe.name not in should_defer(reg.entries(), 10)
+
+
+def test_sync_is_idempotent_and_drops_stale(ctx: ToolContext) -> None:
+    tools = [McpToolSpec("a", "A."), McpToolSpec("b", "B.")]
+
+    async def lister(s: McpServerConfig) -> list[McpToolSpec]:
+        return list(tools)
+
+    reg = ToolRegistry()
+    cat = McpCatalog([McpServerConfig("s", "S", "unused")], lister=lister)
+    cat.refresh_tools("s")
+    first = sync_mcp_tools_to_registry(reg, cat)
+    assert sync_mcp_tools_to_registry(reg, cat) == first and len(reg.names()) == 2
+    tools.pop()
+    cat.refresh_tools("s")
+    sync_mcp_tools_to_registry(reg, cat)
+    assert reg.names() == [wire_name("s", "S", "a")]
+
+
+def test_selected_ids_register_only_exact_selection() -> None:
+    async def lister(s: McpServerConfig) -> list[McpToolSpec]:
+        return [McpToolSpec("a", ""), McpToolSpec("b", "")]
+
+    reg = ToolRegistry()
+    cat = McpCatalog([McpServerConfig("s", "S", "unused")], lister=lister)
+    cat.refresh_tools("s")
+    assert sync_mcp_tools_to_registry(reg, cat, {"s:b"}) == [wire_name("s", "S", "b")]
+    entry: Any = reg.get(wire_name("s", "S", "b"))
+    assert "description" not in entry.definition()["function"]
