@@ -19,6 +19,7 @@ from .settings import Settings
 
 TOOL_CALL_TASK = "sbx.tool_call"
 PING_TASK = "sbx.ping"
+APPROVAL_TASK = "sbx.approval"
 
 
 def create_app(broker_url: str, settings: Settings) -> Celery:

@@ -12,7 +12,7 @@ import contextlib
 import json
 import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeout
@@ -20,10 +20,10 @@ from celery.result import AsyncResult
 
 from process_registry.sessions import load_or_create_secret, validate_session_id
 
-from .app import PING_TASK, TOOL_CALL_TASK, create_app
+from .app import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK, create_app
 from .connection import redis_client, resolve_broker_url
 from .liveness import CallLedger
-from .messages import TerminalResult, ToolCallMessage
+from .messages import ApprovalMessage, ApprovalResult, TerminalResult, ToolCallMessage
 from .reaper import declare_lost
 from .services import load_signer
 from .settings import Settings, get_settings
@@ -151,6 +151,43 @@ class SandboxClient:
         finally:
             _release(result)
 
+    # -- approvals -------------------------------------------------------------------
+
+    def approve(
+        self, approval_id: str, scope: Literal["once", "session", "always"] = "once"
+    ) -> ApprovalResult:
+        """Approve a refused command of this session; then retry the call to run it."""
+        return self._answer(approval_id, "approve", scope)
+
+    def deny(self, approval_id: str) -> ApprovalResult:
+        """Deny a refused command of this session."""
+        return self._answer(approval_id, "deny", "once")
+
+    def _answer(
+        self,
+        approval_id: str,
+        action: Literal["approve", "deny"],
+        scope: Literal["once", "session", "always"],
+    ) -> ApprovalResult:
+        message = ApprovalMessage(
+            session_id=self.session_id,
+            session_token=self.session_token,
+            approval_id=approval_id,
+            action=action,
+            scope=scope,
+        )
+        result = self.app.send_task(
+            APPROVAL_TASK, args=[message.model_dump()], queue=self.settings.queue
+        )
+        try:
+            raw = result.get(timeout=_ANSWER_SLACK_S)
+        except CeleryTimeout:
+            return ApprovalResult(status="error", approval_id=approval_id,
+                                  error="no worker answered the approval")  # fmt: skip
+        finally:
+            _release(result)
+        return ApprovalResult.model_validate_json(raw)
+
     # -- typed helpers -------------------------------------------------------------
 
     def exec(
@@ -222,6 +259,14 @@ class AsyncSandboxClient:
         self, command: str, *, workdir: str | None = None, timeout: int | None = None
     ) -> TerminalResult:
         return await asyncio.to_thread(self._sync.exec, command, workdir=workdir, timeout=timeout)
+
+    async def approve(
+        self, approval_id: str, scope: Literal["once", "session", "always"] = "once"
+    ) -> ApprovalResult:
+        return await asyncio.to_thread(self._sync.approve, approval_id, scope)
+
+    async def deny(self, approval_id: str) -> ApprovalResult:
+        return await asyncio.to_thread(self._sync.deny, approval_id)
 
     async def ping(self, timeout: float = 10.0) -> bool:
         return await asyncio.to_thread(self._sync.ping, timeout)

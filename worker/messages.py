@@ -44,3 +44,24 @@ class TerminalResult(BaseModel):
 
 
 CallStatus = Literal["lost", "pending"]
+
+
+class ApprovalMessage(BaseModel):
+    """A person's answer to an ``approval_required`` result (``sbx.approval`` task)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    session_token: str = ""
+    approval_id: str = Field(min_length=1, max_length=128)
+    action: Literal["approve", "deny"]
+    scope: Literal["once", "session", "always"] = "once"
+
+
+class ApprovalResult(BaseModel):
+    """What the worker did with an :class:`ApprovalMessage`."""
+
+    status: Literal["approved", "denied", "not_found", "forbidden", "expired", "resolved", "error"]
+    approval_id: str
+    scope: str | None = None
+    error: str | None = None

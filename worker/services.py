@@ -10,8 +10,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import redis
+
 from environments.pool import SandboxPool
 from process_registry.sessions import SessionSigner, load_or_create_secret
+from registry.approval import ApprovalGuard
 
 from .connection import redis_client, resolve_broker_url
 from .liveness import CallLedger, Heartbeat
@@ -71,12 +74,25 @@ def build_services(settings: Settings, broker_url: str | None = None) -> Service
     """Services for ``settings`` (tests build their own; workers use :func:`services`)."""
     url = broker_url or resolve_broker_url(settings)
     client = redis_client(url)
-    return Services(
+    svc = Services(
         settings=settings,
         broker_url=url,
         signer=load_signer(settings),
         ledger=CallLedger(client, claim_ttl=settings.claim_ttl, lost_after=settings.lost_after),
         pool=SandboxPool(idle_ttl=settings.sandbox_idle_ttl),
+    )
+    svc.extras["approval"] = build_approval_guard(settings, client)
+    return svc
+
+
+def build_approval_guard(settings: Settings, client: redis.Redis) -> ApprovalGuard:
+    """The worker's approval guard: config from ``$SBX_HOME/config.yaml``, state in Redis.
+
+    Approvals live in the broker's Redis so that every worker serving a session
+    sees the same pending approvals and grants.
+    """
+    return ApprovalGuard.from_config_file(
+        settings.home / "config.yaml", redis_client=client, mode=settings.approval_mode
     )
 
 

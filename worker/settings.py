@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field, SecretStr, field_validator
@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     claim_ttl: int = Field(default=86_400, ge=60)
     """How long a call id stays claimed: a redelivery within this window never runs again."""
     sandbox_idle_ttl: float = Field(default=3600.0, gt=0)
+    approval_mode: Literal["manual", "smart", "off"] | None = None
+    """Overrides ``approvals.mode`` of config.yaml; ``off`` still refuses hardline commands."""
     embedded_redis_server: str | None = None
     """Path of the redis-server binary for the embedded broker; found automatically when unset."""
 

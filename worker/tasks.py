@@ -7,7 +7,8 @@ from typing import Any
 from celery import Celery, Task
 from celery.exceptions import Ignore
 
-from .app import PING_TASK, TOOL_CALL_TASK
+from .app import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
+from .approvals import execute_approval
 from .calls import execute_call
 from .services import Services, services
 
@@ -32,6 +33,10 @@ def register_tasks(app: Celery) -> None:
     @app.task(name=TOOL_CALL_TASK, bind=True)  # type: ignore[untyped-decorator]
     def tool_call(self: Task, message: dict[str, Any]) -> str:
         return run_claimed(str(self.request.id), message, services())
+
+    @app.task(name=APPROVAL_TASK)  # type: ignore[untyped-decorator]
+    def approval(message: dict[str, Any]) -> str:
+        return execute_approval(message, services())
 
     @app.task(name=PING_TASK)  # type: ignore[untyped-decorator]
     def ping() -> str:

@@ -75,7 +75,9 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     """Run the command (or start it in the background) after the approval check."""
     guard = ctx.services.get("approval")
     if guard is not None:
-        refusal = guard.refusal(args.command, session_id=ctx.session_id, backend=ctx.backend)
+        # Checked on every call (retries included): an allow may consume a once-approval.
+        decision = guard.check(args.command, session_id=ctx.session_id, backend=ctx.backend)
+        refusal = decision.to_tool_result()
         if refusal is not None:
             return dict(refusal)
     if args.background:

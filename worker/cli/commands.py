@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from ..settings import Settings, get_settings
-from .output import EXIT_DENIED, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, emit, fail
+from .output import EXIT_DENIED, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, emit, fail
 
 Sub = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -67,8 +67,9 @@ def cmd_exec(args: argparse.Namespace) -> int:
     if args.timeout:
         call["timeout"] = args.timeout
     with _client(settings, args.backend) as client:
-        raw = client.tool_call("terminal", call)
-    result = json.loads(raw)
+        result = json.loads(client.tool_call("terminal", call))
+        if result.get("status") == "approval_required" and _interactive(args):
+            result = _ask_and_retry(client, call, result)
     if args.json:
         emit(result, as_json=True)
     elif result.get("output"):
@@ -84,6 +85,52 @@ def cmd_exec(args: argparse.Namespace) -> int:
     if result.get("error") and not args.json:
         sys.stderr.write(f"sbx: {result['error']}\n")
     return int(result["exit_code"])
+
+
+def _interactive(args: argparse.Namespace) -> bool:
+    return not args.json and sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def _ask_and_retry(client: Any, call: dict[str, Any], refusal: dict[str, Any]) -> dict[str, Any]:
+    """Ask the person at the terminal; on approval, retry the call once."""
+    from registry.approval import prompt_for_approval
+
+    answer = prompt_for_approval(
+        call["command"], refusal.get("description") or "", stdin=sys.stdin, stdout=sys.stderr
+    )
+    if answer == "deny":
+        client.deny(refusal["approval_id"])
+        return {**refusal, "status": "blocked", "error": "denied at the terminal"}
+    approved = client.approve(refusal["approval_id"], answer)
+    if approved.status != "approved":
+        return {**refusal, "error": approved.error}
+    result: dict[str, Any] = json.loads(client.tool_call("terminal", call))
+    return result
+
+
+def cmd_approval(args: argparse.Namespace) -> int:
+    settings = get_settings()
+    with _client(settings) as client:
+        if args.action == "approve":
+            result = client.approve(args.approval_id, args.scope)
+        else:
+            result = client.deny(args.approval_id)
+    payload = result.model_dump()
+    human = f"{result.status}: {result.approval_id}" + (
+        f" ({result.error})" if result.error else ""
+    )
+    emit(payload, as_json=args.json, human=human)
+    return _APPROVAL_EXIT.get(result.status, EXIT_FAILURE)
+
+
+_APPROVAL_EXIT = {
+    "approved": EXIT_OK,
+    "denied": EXIT_OK,
+    "forbidden": EXIT_DENIED,
+    "not_found": EXIT_NOT_FOUND,
+    "expired": EXIT_USAGE,
+    "resolved": EXIT_USAGE,
+}
 
 
 def cmd_call(args: argparse.Namespace) -> int:
@@ -173,6 +220,17 @@ def add_core_commands(sub: Any) -> None:
     p.add_argument("--backend")
     _add_json(p)
     p.set_defaults(func=cmd_call)
+
+    p = sub.add_parser("approve", help="approve a command refused with approval_required")
+    p.add_argument("approval_id")
+    p.add_argument("--scope", choices=["once", "session", "always"], default="once")
+    _add_json(p)
+    p.set_defaults(func=cmd_approval, action="approve")
+
+    p = sub.add_parser("deny", help="deny a command refused with approval_required")
+    p.add_argument("approval_id")
+    _add_json(p)
+    p.set_defaults(func=cmd_approval, action="deny")
 
     p = sub.add_parser("tools", help="model-facing tool definitions")
     p.add_argument("--toolsets", help="comma-separated toolsets")
