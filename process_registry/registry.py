@@ -31,14 +31,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from environments.base import Environment, SpawnedProcess
 from environments.procinfo import boot_id
 
+from .adoption import adopt_all
 from .atomic import ensure_private_dir, validate_id
-from .checkpoints import CheckpointStore, adoptable
+from .checkpoints import CheckpointStore
 from .continuations import ContinuationStore
 from .models import (
     AlreadyExists,
@@ -46,12 +46,22 @@ from .models import (
     PermissionDenied,
     ProcessInfo,
     ProcessRecord,
+    ProcessRegistryError,
     ProcessState,
     Receipt,
     redact,
 )
-from .receipts import ReceiptStore, excerpt
+from .receipts import ReceiptStore
 from .sessions import validate_session_id
+from .tracking import (
+    AdoptionReport,
+    Tracked,
+    draft_receipt,
+    info_from_receipt,
+    live_info,
+    make_chunk,
+    status_file_code,
+)
 from .watcher import ExitWatcher
 
 log = logging.getLogger(__name__)
@@ -60,40 +70,14 @@ EnvironmentLookup = Callable[[ProcessRecord], Environment | None]
 """Returns the environment an adopted record's process lives in (None: not reachable now)."""
 
 _FINISHED_KEPT = 256
-_TAIL_BYTES = 2048
 
 
-@dataclass
-class _Tracked:
-    record: ProcessRecord
-    env: Environment
-    done: threading.Event = field(default_factory=threading.Event)
-    checkpointed: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    ending: ProcessState | None = None  # "killed"/"timeout" once we signalled it
-    finalizing: bool = False
-    receipt: Receipt | None = None
+class PtyUnsupported(ProcessRegistryError, ValueError):
+    """``pty`` was asked of a backend that cannot run background processes on a pty."""
 
 
-@dataclass
-class AdoptionReport:
-    """What :meth:`ProcessRegistry.adopt_all` did with each checkpoint."""
-
-    adopted: list[str] = field(default_factory=list)
-    finalized: list[str] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)
-
-
-def _utf8_cut(data: bytes) -> int:
-    """Length of the longest prefix of ``data`` that does not end inside a UTF-8 sequence."""
-    n = len(data)
-    for back in range(1, min(4, n) + 1):
-        b = data[n - back]
-        if b & 0xC0 == 0x80:
-            continue  # continuation byte: keep looking for the lead byte
-        need = 2 if b & 0xE0 == 0xC0 else 3 if b & 0xF0 == 0xE0 else 4 if b & 0xF8 == 0xF0 else 1
-        return n - back if need > back else n
-    return n
+class InputUnsupported(ProcessRegistryError, ValueError):
+    """``write`` to a process that takes no input (not started with ``pty``, or ended)."""
 
 
 class ProcessRegistry:

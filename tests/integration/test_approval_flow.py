@@ -61,7 +61,9 @@ def test_session_scope_and_isolation(
         assert other.approve(pending["approval_id"]).status == "forbidden"
 
 
-def test_always_is_persisted_to_config(client: SandboxClient, sbx_home: Path, tmp_path: Path) -> None:
+def test_always_is_persisted_to_config(
+    client: SandboxClient, sbx_home: Path, tmp_path: Path
+) -> None:
     refused = run(client, f"rm -rf {tmp_path}/x")
     assert client.approve(refused["approval_id"], "always").status == "approved"
     config = yaml.safe_load((sbx_home / "config.yaml").read_text())
@@ -85,13 +87,18 @@ def test_benign_commands_run_unprompted(client: SandboxClient) -> None:
     assert run(client, "grep -c 'rm -rf' /dev/null; echo 'drop table'")["exit_code"] == 0
 
 
-def test_cli_approval_exit_codes(client: SandboxClient, sbx_home: Path, broker_url: str | None) -> None:
+def test_cli_approval_exit_codes(
+    client: SandboxClient, sbx_home: Path, broker_url: str | None
+) -> None:
     def sbx(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "worker.cli.main", *args],
             env=worker_env(sbx_home, broker_url, SBX_SESSION_ID="appr"),
-            cwd=str(REPO), capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            cwd=str(REPO),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     p = sbx("exec", "--", "rm -rf /tmp/sbx-approval-cli-test")
     assert p.returncode == 3
@@ -101,9 +108,13 @@ def test_cli_approval_exit_codes(client: SandboxClient, sbx_home: Path, broker_u
 
 @pytest.mark.parametrize(("answer", "ran"), [("o", True), ("d", False)])
 def test_exec_on_a_terminal_prompts(
-    client: SandboxClient, sbx_home: Path, broker_url: str | None, tmp_path: Path,
-    answer: str, ran: bool,
-) -> None:  # fmt: skip
+    client: SandboxClient,
+    sbx_home: Path,
+    broker_url: str | None,
+    tmp_path: Path,
+    answer: str,
+    ran: bool,
+) -> None:
     import os
     import pty
 
@@ -113,8 +124,11 @@ def test_exec_on_a_terminal_prompts(
     proc = subprocess.Popen(
         [sys.executable, "-m", "worker.cli.main", "exec", "--", f"rm -rf {victim}"],
         env=worker_env(sbx_home, broker_url, SBX_SESSION_ID="tty"),
-        cwd=str(REPO), stdin=slave, stdout=subprocess.PIPE, stderr=slave,
-    )  # fmt: skip
+        cwd=str(REPO),
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
     os.close(slave)
     seen = b""
     while b"[o]nce" not in seen and b"once" not in seen:
@@ -152,8 +166,16 @@ def test_smart_mode_asks_the_judge(
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Judge)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        (sbx_home / "config.yaml").write_text(yaml.safe_dump({"approvals": {
-            "mode": "smart", "judge": {"url": f"http://127.0.0.1:{server.server_port}/v1"}}}))  # fmt: skip
+        (sbx_home / "config.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "approvals": {
+                        "mode": "smart",
+                        "judge": {"url": f"http://127.0.0.1:{server.server_port}/v1"},
+                    }
+                }
+            )
+        )
         start_worker(broker_url)
         with SandboxClient(session_id="smart", settings=settings_for(sbx_home, broker_url)) as c:
             approved = run(c, f"rm -rf {tmp_path}/approve-me")
