@@ -12,17 +12,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
-import registry.tools.terminal  # noqa: F401  (registers the built-in tool)
 from process_registry.sessions import InvalidSessionId, validate_session_id
 from registry.context import ToolContext
 from registry.core import ToolRegistry
 from registry.core import registry as default_registry
+from registry.discovery import discover_builtin_tools
+from registry.dispatch import handle_function_call
 from registry.results import tool_error
 
 from .messages import ToolCallMessage
 from .services import Services
 
 log = logging.getLogger(__name__)
+
+# Built-in tools register themselves when their modules are imported.
+discover_builtin_tools()
 
 # Time kept back from the caller's deadline so the answer reaches it in time.
 _ANSWER_MARGIN_S = 1.0
@@ -56,7 +60,9 @@ def execute_call(raw: Any, services: Services, tools: ToolRegistry = default_reg
         services=services.extras,
     )
     try:
-        return tools.dispatch(message.tool, message.args, ctx)
+        return handle_function_call(
+            message.tool, message.args, task_id=message.call_id, ctx=ctx, registry=tools
+        )
     except Exception as exc:  # dispatch wraps handlers; this guards dispatch itself
         log.exception("dispatch of %s failed", message.tool)
         return tool_error(f"Error executing {message.tool}: {type(exc).__name__}: {exc}")

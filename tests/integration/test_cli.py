@@ -93,3 +93,11 @@ def test_demo_runs_the_main_job(sbx_home: Path) -> None:
     assert '"output": "hi from /tmp/sbx-demo\\n"' in p.stdout
     assert '"exit_code": 124' in p.stdout
     assert "Unknown tool" in p.stdout
+
+
+def test_tools_by_toolset_and_unknown_toolset(sbx_home: Path) -> None:
+    p = sbx(sbx_home, None, "tools", "--json", "--toolsets", "terminal")
+    assert [d["function"]["name"] for d in json.loads(p.stdout)] == ["terminal"]
+    p = sbx(sbx_home, None, "tools", "--toolsets", "no-such-toolset")
+    assert p.returncode == 2
+    assert "no-such-toolset" in p.stderr

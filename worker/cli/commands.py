@@ -142,11 +142,22 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from registry.core import registry as tool_registry
-    from registry.tools import terminal
+    from registry.discovery import discover_builtin_tools
+    from registry.toolsets import (
+        LEGACY_TOOLSET_MAP,
+        PLATFORM_PRESETS,
+        all_toolset_names,
+        get_tool_definitions,
+    )
 
-    terminal.register(tool_registry)
-    definitions = tool_registry.get_definitions()
+    discover_builtin_tools()
+    enabled = args.toolsets.split(",") if args.toolsets else None
+    known = all_toolset_names() | set(LEGACY_TOOLSET_MAP) | set(PLATFORM_PRESETS)
+    unknown = sorted(set(enabled or ()) - known)
+    if unknown:
+        fail(f"unknown toolset(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
+             EXIT_USAGE)  # fmt: skip
+    definitions = get_tool_definitions(enabled_toolsets=enabled, quiet_mode=True)
     human = "\n".join(
         f"{d['function']['name']}: {d['function'].get('description', '')[:90]}" for d in definitions
     )

@@ -1,0 +1,298 @@
+"""The worker's background-process service: ``terminal`` with ``background``, ``process``, receipts.
+
+One :class:`ProcessService` per worker process wraps a
+:class:`~process_registry.registry.ProcessRegistry` over ``SBX_HOME`` whose
+environments are the sessions' sandboxes in the worker's pool.
+
+Contracts:
+
+* Every method takes the caller's *verified* session id (``ctx.session_id``
+  for tools; the task verifies the token for :meth:`ProcessService.session_op`).
+  Ownership is checked by the registry; a process id alone authorizes nothing.
+* Tool-facing methods never raise for expected failures: denial, unknown ids,
+  bad ids and unsupported actions come back as ``{"error": ..., "status":
+  "denied" | "not_found" | "invalid" | "error"}``. Denials say nothing about
+  the protected process (no command, no output).
+* Routing: each started (or adopted) process is recorded in the broker's
+  Redis as ``sbx:process:<id>`` -> ``{"queue", "session"}``, the queue being
+  this worker's own queue (:func:`worker_queue_name`), so clients send later
+  actions to the worker that holds the process. The key expires with the
+  receipts' retention.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import os
+import socket
+from typing import Any
+
+import redis
+
+from environments.base import Environment
+from environments.errors import WorkdirNotFound
+from environments.pool import SandboxPool
+from process_registry.models import (
+    InvalidId,
+    NotFound,
+    PermissionDenied,
+    ProcessRecord,
+    ProcessRegistryError,
+)
+from process_registry.receipts import DEFAULT_MAX_AGE
+from process_registry.registry import InputUnsupported, ProcessRegistry, PtyUnsupported
+from process_registry.sessions import InvalidSessionId, validate_session_id
+from registry.tools.process import ProcessArgs
+
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+ROUTE_PREFIX = "sbx:process:"
+_ANSWER_MARGIN_S = 1.0
+
+
+def route_key(process_id: str) -> str:
+    """Redis key naming the worker queue that holds ``process_id``."""
+    return ROUTE_PREFIX + process_id
+
+
+def worker_queue_name(settings: Settings, host: str | None = None, pid: int | None = None) -> str:
+    """This worker's own queue: ``<queue>.w.<host>.<pid>`` (unique per worker process)."""
+    return f"{settings.queue}.w.{host or socket.gethostname()}.{pid or os.getpid()}"
+
+
+def _error(message: str, status: str) -> dict[str, Any]:
+    return {"error": message, "status": status}
+
+
+def _failure(exc: Exception) -> dict[str, Any]:
+    """The tool result for an expected failure; never leaks protected data."""
+    if isinstance(exc, PermissionDenied):
+        return _error("permission denied: this session does not own that process", "denied")
+    if isinstance(exc, NotFound):
+        return _error(str(exc), "not_found")
+    if isinstance(exc, (InvalidId, InvalidSessionId)):
+        return _error(str(exc), "invalid")
+    return _error(str(exc), "error")
+
+
+class ProcessService:
+    """Background processes of one worker, over its sandbox pool (see module docstring)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        pool: SandboxPool,
+        *,
+        redis_client: redis.Redis | None = None,
+        worker_queue: str | None = None,
+        kill_grace: float = 2.0,
+    ) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.redis = redis_client
+        self.worker_queue = worker_queue
+        self.registry = ProcessRegistry(
+            settings.home, self._lookup, kill_grace=kill_grace, redact_live=True
+        )
+
+    # -- environments and routes -----------------------------------------------------------
+
+    def _lookup(self, rec: ProcessRecord) -> Environment | None:
+        """The sandbox an adopted record's process lives in, or None when unreachable.
+
+        Local processes are reachable from any local sandbox of the owner
+        session (created on demand: it costs no shell until used). Other
+        backends need the very sandbox that spawned them, still in the pool.
+        """
+        existing = self.pool.get_existing(rec.owner_session_id, rec.backend)
+        if rec.backend == "local":
+            if existing is not None:
+                return existing
+            with self.pool.session(rec.owner_session_id, rec.backend) as env:
+                return env
+        if existing is not None and existing.sandbox_id == rec.sandbox_id:
+            return existing
+        return None
+
+    def _route(self, process_id: str, session_id: str) -> None:
+        if self.redis is None or self.worker_queue is None:
+            return
+        value = json.dumps({"queue": self.worker_queue, "session": session_id})
+        try:
+            self.redis.set(route_key(process_id), value, ex=int(DEFAULT_MAX_AGE))
+        except redis.RedisError:
+            log.warning("could not record the route of %s", process_id, exc_info=True)
+
+    # -- terminal background: true ---------------------------------------------------------
+
+    def start_from_tool(self, args: Any, ctx: Any) -> dict[str, Any]:
+        """Start ``args.command`` in the caller's sandbox; ``{"process_id", "pid", "status"}``.
+
+        ``args`` is ``TerminalArgs`` (``command``, ``workdir``, ``pty``); ``ctx``
+        a ``ToolContext`` (verified ``session_id``, ``backend``, ``pool``).
+        The process starts in the session's cwd and environment unless
+        ``workdir`` says otherwise. Failures are ``{"error", "status": "error"}``.
+        """
+        try:
+            with ctx.pool.session(ctx.session_id, ctx.backend) as env:
+                rec = self.registry.start(
+                    env,
+                    args.command,
+                    owner_session_id=ctx.session_id,
+                    workdir=args.workdir,
+                    pty=bool(getattr(args, "pty", False)),
+                )
+        except (WorkdirNotFound, PtyUnsupported, ProcessRegistryError, ValueError) as exc:
+            return _error(str(exc), "error")
+        self._route(rec.process_id, ctx.session_id)
+        return {"process_id": rec.process_id, "pid": rec.pid, "status": "running"}
+
+    # -- the process tool ------------------------------------------------------------------
+
+    def handle(self, args: ProcessArgs, ctx: Any) -> dict[str, Any]:
+        """Run one ``process`` tool action for the verified ``ctx.session_id``."""
+        session = str(ctx.session_id)
+        try:
+            if args.action == "list":
+                infos = self.registry.list(session)
+                return {"processes": [i.model_dump(mode="json") for i in infos]}
+            if args.process_id is None:
+                return _error(f"action {args.action!r} needs a process_id", "invalid")
+            pid = args.process_id
+            if args.action == "poll":
+                return self.registry.poll(pid, session).model_dump(mode="json")
+            if args.action == "log":
+                chunk = self.registry.log(pid, session, args.offset, args.limit)
+                return chunk.model_dump(mode="json")
+            if args.action == "wait":
+                budget = max(0.0, float(ctx.remaining()) - _ANSWER_MARGIN_S)
+                timeout = budget if args.timeout is None else min(float(args.timeout), budget)
+                info = self.registry.wait(pid, session, timeout=timeout)
+                result = info.model_dump(mode="json")
+                if info.status == "running":
+                    result["waited_s"] = timeout
+                    result["note"] = "still running after the wait; wait again or kill it"
+                return result
+            if args.action == "kill":
+                return self.registry.kill(pid, session).model_dump(mode="json")
+            return self._write(pid, args.data, ctx)
+        except (ProcessRegistryError, InvalidSessionId) as exc:
+            return _failure(exc)
+
+    def _write(self, process_id: str, data: str | None, ctx: Any) -> dict[str, Any]:
+        if data is None:
+            return _error("action 'write' needs data (the text to type)", "invalid")
+        guard = ctx.services.get("approval") if isinstance(ctx.services, dict) else None
+        if guard is not None and data.strip():
+            # Input to a pty shell is a command too: the same approval rules apply.
+            refusal = guard.check(
+                data, session_id=ctx.session_id, backend=ctx.backend
+            ).to_tool_result()
+            if refusal is not None:
+                return dict(refusal)
+        try:
+            sent = self.registry.write(process_id, ctx.session_id, data)
+        except InputUnsupported as exc:
+            return _error(str(exc), "error")
+        return {"process_id": process_id, "bytes_written": sent, "status": "running"}
+
+    # -- receipts and sessions (sbx.session_op) --------------------------------------------
+
+    def session_op(self, op: str, session_id: str, **kw: Any) -> dict[str, Any]:
+        """Receipt and session operations for the verified ``session_id``.
+
+        ``receipts_list`` -> ``{"receipts": [...]}``; ``receipt_show``
+        (``process_id``) -> ``{"receipt": {...}}``; ``receipts_verify`` ->
+        ``{"problems": [...], "sessions": [...]}`` over every session whose
+        receipts the caller may read; ``receipts_prune`` -> ``{"pruned": n}``;
+        ``continue`` (``child_id``) records that the child continues the
+        caller (the caller proved it holds the parent's token) ->
+        ``{"parent", "child"}``. Failures as in the module docstring.
+        """
+        store = self.registry.receipts
+        try:
+            validate_session_id(session_id)
+            if op == "receipts_list":
+                return {"receipts": [r.model_dump(mode="json") for r in store.list(session_id)]}
+            if op == "receipt_show":
+                process_id = str(kw.get("process_id") or "")
+                return {"receipt": store.read(process_id, session_id).model_dump(mode="json")}
+            if op == "receipts_verify":
+                sessions = store.sessions_readable_by(session_id)
+                return {"problems": store.verify(sessions), "sessions": sessions}
+            if op == "receipts_prune":
+                return {"pruned": store.prune()}
+            if op == "continue":
+                child = validate_session_id(str(kw.get("child_id") or ""))
+                self.registry.continuations.record(session_id, child)
+                return {"parent": session_id, "child": child}
+        except (ProcessRegistryError, InvalidSessionId) as exc:
+            return _failure(exc)
+        return _error(f"unknown session operation {op!r}", "invalid")
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def adopt_all(self) -> dict[str, Any]:
+        """Adopt dead workers' processes (at worker start); re-route them to this worker."""
+        report = self.registry.adopt_all()
+        for process_id in [*report.adopted, *report.finalized]:
+            owner = self.registry.owner_of(process_id)
+            if owner is not None:
+                self._route(process_id, owner)
+        if report.adopted or report.finalized or report.skipped:
+            log.info(
+                "adoption: %d adopted, %d finalized, %d skipped",
+                len(report.adopted),
+                len(report.finalized),
+                len(report.skipped),
+            )
+        return {
+            "adopted": report.adopted,
+            "finalized": report.finalized,
+            "skipped": report.skipped,
+        }
+
+    def linger(self, session_id: str, timeout: float) -> builtins.list[dict[str, Any]]:
+        """Wait (bounded) for the session's processes; their final views."""
+        return [i.model_dump(mode="json") for i in self.registry.linger(session_id, timeout)]
+
+    def close(self) -> None:
+        """Stop watching; the processes keep running for the next worker to adopt."""
+        self.registry.close()
+
+
+def install_process_service(
+    services: Any, settings: Settings, worker_queue: str | None = None
+) -> ProcessService:
+    """Build the worker's :class:`ProcessService` into ``services.extras["processes"]``.
+
+    ``services`` is a ``worker.services.Services``; routes go to its ledger's
+    Redis. Idempotent: a second call returns the installed service.
+    """
+    existing = services.extras.get("processes")
+    if isinstance(existing, ProcessService):
+        return existing
+    service = ProcessService(
+        settings, services.pool, redis_client=services.ledger.client, worker_queue=worker_queue
+    )
+    services.extras["processes"] = service
+    return service
+
+
+def adopt_processes(services: Any) -> dict[str, Any] | None:
+    """At ``worker_ready``: adopt the checkpoints of dead workers (None: no service)."""
+    service = services.extras.get("processes")
+    if not isinstance(service, ProcessService):
+        return None
+    return service.adopt_all()
+
+
+def close_process_service(services: Any) -> None:
+    """At ``worker_shutdown``, before the pool closes: stop watching (processes live on)."""
+    service = services.extras.get("processes")
+    if isinstance(service, ProcessService):
+        service.close()
