@@ -25,7 +25,8 @@ from pathlib import Path
 from bench.stats import Timing, measure, report
 from environments.pool import SandboxPool
 from registry.context import ToolContext
-from registry.core import registry
+from registry.core import registry as tool_registry
+from registry.discovery import discover_builtin_tools
 from worker.broker import EmbeddedBroker
 from worker.client import SandboxClient
 from worker.settings import Settings
@@ -100,11 +101,16 @@ def run(n: int) -> list[Timing]:
         ["bash", "-c", "echo hi"], capture_output=True, check=True), n)  # fmt: skip
     timings.append(raw)
 
+    discover_builtin_tools()
     pool = SandboxPool()
     ctx = ToolContext(session_id="bench", call_id="c", backend="local", pool=pool)
     call = {"command": "echo hi"}
-    timings.append(measure("sbx terminal in-process (dispatch)",
-                           lambda: registry.dispatch("terminal", call, ctx), n))  # fmt: skip
+
+    def in_process() -> None:
+        out = json.loads(tool_registry.dispatch("terminal", call, ctx))
+        assert out["output"] == "hi\n", out
+
+    timings.append(measure("sbx terminal in-process (dispatch)", in_process, n))
     pool.close_all()
 
     home = Path(tempfile.mkdtemp(prefix="sbx-bench-", dir="/tmp"))

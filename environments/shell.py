@@ -97,6 +97,8 @@ class ShellSession:
         self._shell_cwd = ""
         self._started_once = False
         self.restarts = 0
+        self._last_dump = b""
+        self._last_dump_env: dict[str, str] = {}
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -237,7 +239,7 @@ class ShellSession:
                 elif event.kind == KIND_PGID:
                     pgid = _parse_int(event.payload)
                 elif event.kind == KIND_ENV:
-                    new_env = parse_export_dump(event.payload)
+                    new_env = self._parse_env(event.payload)
                 elif event.kind == KIND_CWD:
                     new_cwd = event.payload.decode("utf-8", "surrogateescape")
                 elif event.kind == KIND_NO_WORKDIR:
@@ -262,6 +264,12 @@ class ShellSession:
         else:
             code = exit_code
         return ShellResult(capture, code, timed_out, self.cwd, restarted)
+
+    def _parse_env(self, dump: bytes) -> dict[str, str]:
+        """Parse an ``export -p`` dump; most commands change nothing, so reuse the last parse."""
+        if dump != self._last_dump:
+            self._last_dump, self._last_dump_env = dump, parse_export_dump(dump)
+        return dict(self._last_dump_env)
 
     def _adopt(
         self,

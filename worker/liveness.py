@@ -9,9 +9,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -57,20 +57,18 @@ class CallLedger:
         args: list[str | int] = [worker_id, self.claim_ttl, self.lost_after_ms, call_id]
         return bool(self._claim(keys=keys, args=args))
 
-    def beat(self, call_ids: list[str], worker_id: str) -> None:
-        """Refresh the heartbeats of running calls."""
-        if not call_ids:
+    def beat(
+        self, call_ids: list[str], worker_id: str, finished: Sequence[str] = ()
+    ) -> None:
+        """Refresh the heartbeats of running calls; release the ``finished`` ones."""
+        if not call_ids and not finished:
             return
         pipe = self.client.pipeline(transaction=False)
         for call_id in call_ids:
             pipe.set(heartbeat_key(call_id), worker_id, px=self.lost_after_ms)
-        pipe.execute()
-
-    def release(self, call_id: str) -> None:
-        """The call finished (its result is stored): stop tracking it. The claim stays."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.delete(heartbeat_key(call_id))
-        pipe.hdel(RUNNING_KEY, call_id)
+        for call_id in finished:
+            pipe.delete(heartbeat_key(call_id))
+            pipe.hdel(RUNNING_KEY, call_id)
         pipe.execute()
 
     def is_lost(self, call_id: str) -> bool:
@@ -117,6 +115,7 @@ class Heartbeat(threading.Thread):
         self.worker_id = worker_id
         self.interval = interval
         self._active: set[str] = set()
+        self._finished: list[str] = []
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
 
@@ -128,12 +127,32 @@ class Heartbeat(threading.Thread):
         with self._lock:
             self._active.discard(call_id)
 
+    def finish(self, call_id: str) -> None:
+        """Stop beating for ``call_id`` and release it on the next tick.
+
+        Releasing off the call's path saves a round trip per call; until then the
+        call still looks running, which is harmless: its result is stored, and
+        the lost-call check never overrides a stored result.
+        """
+        with self._lock:
+            self._active.discard(call_id)
+            self._finished.append(call_id)
+
     def stop(self) -> None:
         self._stop_event.set()
 
     def run(self) -> None:
         while not self._stop_event.wait(self.interval):
+            self.tick()
+        self.tick()
+
+    def tick(self) -> None:
+        """Refresh running calls' heartbeats and release finished ones (one round trip)."""
+        with self._lock:
+            active = list(self._active)
+            finished, self._finished = self._finished, []
+        try:
+            self.ledger.beat(active, self.worker_id, finished=finished)
+        except (redis.RedisError, OSError):
             with self._lock:
-                active = list(self._active)
-            with contextlib.suppress(redis.RedisError, OSError):
-                self.ledger.beat(active, self.worker_id)
+                self._finished.extend(finished)

@@ -7,7 +7,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ProcessStatusValue = Literal["running", "exited", "killed", "timeout", "lost"]
-SessionOp = Literal["receipts_list", "receipt_show", "receipts_verify", "receipts_prune", "continue"]
+SessionOp = Literal[
+    "receipts_list", "receipt_show", "receipts_verify", "receipts_prune", "continue"
+]
 
 
 class SessionOpMessage(BaseModel):
@@ -23,7 +25,7 @@ class SessionOpMessage(BaseModel):
 
 
 class ProcessError(RuntimeError):
-    """A process action failed; ``status`` is ``denied``, ``not_found``, ``invalid`` or ``error``."""
+    """A process action failed; ``status``: ``denied``, ``not_found``, ``invalid`` or ``error``."""
 
     def __init__(self, message: str, status: str = "error", result: dict[str, Any] | None = None):
         super().__init__(message)

@@ -65,6 +65,7 @@ class Services:
         """Stop background threads and close every sandbox."""
         if self._heartbeat is not None:
             self._heartbeat.stop()
+            self._heartbeat.join(timeout=5)
         self.pool.close_all()
         with contextlib.suppress(Exception):
             self.ledger.client.close()

@@ -23,8 +23,7 @@ def run_claimed(call_id: str, message: Any, svc: Services) -> str:
     try:
         return execute_call(message, svc)
     finally:
-        heartbeat.discard(call_id)
-        svc.ledger.release(call_id)
+        heartbeat.finish(call_id)
 
 
 def register_tasks(app: Celery) -> None:

@@ -1,0 +1,269 @@
+"""Typed background-process helpers for ``SandboxClient`` (mixed in by ``worker.client``).
+
+Contracts:
+
+* Process actions are ``process`` tool calls; receipt and session operations
+  are ``sbx.session_op`` tasks (``worker.session_tasks``). Both carry this
+  client's session id and token; the worker verifies them.
+* Routing: an action on a known process goes to the queue of the worker that
+  holds it (``sbx:process:<id>`` in the broker's Redis, written by the worker
+  at start and adoption); otherwise to the shared queue.
+* Helpers return pydantic models (``worker.process_messages``) and raise
+  :class:`~worker.process_messages.ProcessError` for an error result, whose
+  ``status`` is ``denied`` (CLI exit 3), ``not_found`` (4), ``invalid``,
+  ``pending`` (no worker answered) or ``error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from celery.exceptions import TimeoutError as CeleryTimeout
+from celery.result import AsyncResult
+
+from .app import TOOL_CALL_TASK
+from .messages import ToolCallMessage
+from .process_messages import (
+    Continuation,
+    ProcessError,
+    ProcessLog,
+    ProcessStarted,
+    ProcessStatus,
+    ProcessWrite,
+    Receipt,
+    SessionOpMessage,
+    VerifyReport,
+)
+from .processes import route_key
+from .session_tasks import SESSION_OP_TASK
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+    from .liveness import CallLedger
+    from .settings import Settings
+
+_SLACK_S = 30.0
+"""Extra seconds a client waits beyond an action's own duration."""
+
+
+def _release(result: AsyncResult) -> None:
+    with contextlib.suppress(Exception):
+        result.backend.remove_pending_result(result)
+
+
+def _parse(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ProcessError(f"the worker answered with non-JSON: {raw[:200]!r}") from None
+    if not isinstance(value, dict):
+        raise ProcessError(f"unexpected answer: {raw[:200]!r}")
+    if value.get("error"):
+        raise ProcessError(str(value["error"]), str(value.get("status") or "error"), value)
+    if value.get("status") in ("approval_required", "blocked"):
+        message = value.get("description") or value.get("status")
+        raise ProcessError(str(message), str(value["status"]), value)
+    return value
+
+
+class ProcessClientMixin:
+    """Process, receipt and session helpers; needs the ``SandboxClient`` attributes below."""
+
+    if TYPE_CHECKING:
+        app: Celery
+        settings: Settings
+        session_id: str
+        session_token: str
+        backend: str | None
+        ledger: CallLedger
+
+        def tool_call(self, name: str, args: Any, *, wait: float | None = None) -> str: ...
+
+        def _await(self, result: AsyncResult, call_id: str, wait: float) -> str: ...
+
+    # -- routing ---------------------------------------------------------------------------
+
+    def process_queue(self, process_id: str) -> str | None:
+        """The queue of the worker holding ``process_id``, when the broker knows it."""
+        try:
+            raw = self.ledger.client.get(route_key(process_id))
+        except Exception:
+            return None
+        if not raw:
+            return None
+        with contextlib.suppress(ValueError, TypeError):
+            queue = json.loads(raw).get("queue")
+            return str(queue) if queue else None
+        return None
+
+    def tool_call_on(self, name: str, args: Any, queue: str | None, *, wait: float) -> str:
+        """Like ``tool_call`` but sent to ``queue`` (the shared queue when None)."""
+        if queue is None or queue == self.settings.queue:
+            return self.tool_call(name, args, wait=wait)
+        call_id = uuid.uuid4().hex
+        message = ToolCallMessage(
+            call_id=call_id,
+            session_id=self.session_id,
+            session_token=self.session_token,
+            tool=name,
+            args=args,
+            backend=self.backend,
+            deadline_s=wait,
+        )
+        result = self.app.send_task(
+            TOOL_CALL_TASK, args=[message.model_dump(mode="json")], task_id=call_id, queue=queue
+        )
+        try:
+            return self._await(result, call_id, wait)
+        finally:
+            _release(result)
+
+    def _process(self, args: dict[str, Any], *, wait: float = _SLACK_S) -> dict[str, Any]:
+        process_id = args.get("process_id")
+        queue = self.process_queue(process_id) if isinstance(process_id, str) else None
+        return _parse(self.tool_call_on("process", args, queue, wait=wait))
+
+    # -- processes -------------------------------------------------------------------------
+
+    def start(
+        self, command: str, *, workdir: str | None = None, pty: bool = False
+    ) -> ProcessStarted:
+        """Start ``command`` in the background in this session's sandbox."""
+        args: dict[str, Any] = {"command": command, "background": True}
+        if workdir is not None:
+            args["workdir"] = workdir
+        if pty:
+            args["pty"] = True
+        return ProcessStarted.model_validate(_parse(self.tool_call("terminal", args, wait=60.0)))
+
+    def poll(self, process_id: str) -> ProcessStatus:
+        """Status and output tail of one of this session's processes."""
+        return ProcessStatus.model_validate(
+            self._process({"action": "poll", "process_id": process_id})
+        )
+
+    def logs(self, process_id: str, offset: int = 0, limit: int = 65536) -> ProcessLog:
+        """Output from byte ``offset`` (at most ``limit`` bytes)."""
+        args = {"action": "log", "process_id": process_id, "offset": offset, "limit": limit}
+        return ProcessLog.model_validate(self._process(args))
+
+    def wait(self, process_id: str, timeout: float | None = None) -> ProcessStatus:
+        """Block until the process ends or ``timeout`` s pass (status ``running`` then)."""
+        limit = self.settings.max_timeout
+        seconds = limit if timeout is None else max(0, min(int(timeout), limit))
+        args = {"action": "wait", "process_id": process_id, "timeout": seconds}
+        return ProcessStatus.model_validate(self._process(args, wait=seconds + _SLACK_S))
+
+    def kill(self, process_id: str) -> ProcessStatus:
+        """Terminate the process and its children; its final status."""
+        return ProcessStatus.model_validate(
+            self._process({"action": "kill", "process_id": process_id})
+        )
+
+    def write(self, process_id: str, data: str) -> ProcessWrite:
+        """Type ``data`` into a process started with ``pty=True``."""
+        args = {"action": "write", "process_id": process_id, "data": data}
+        return ProcessWrite.model_validate(self._process(args))
+
+    def processes(self) -> list[ProcessStatus]:
+        """This session's processes known to the worker answering."""
+        value = self._process({"action": "list"})
+        return [ProcessStatus.model_validate(p) for p in value.get("processes", [])]
+
+    # -- receipts and sessions -------------------------------------------------------------
+
+    def session_op(
+        self, op: str, *, queue: str | None = None, wait: float = _SLACK_S, **fields: Any
+    ) -> dict[str, Any]:
+        """Run one ``sbx.session_op`` as this session; the parsed answer."""
+        message = SessionOpMessage.model_validate(
+            {"session_id": self.session_id, "session_token": self.session_token, "op": op,
+             **fields}
+        )  # fmt: skip
+        result = self.app.send_task(
+            SESSION_OP_TASK, args=[message.model_dump()], queue=queue or self.settings.queue
+        )
+        deadline = time.monotonic() + wait
+        try:
+            raw = result.get(timeout=max(0.1, deadline - time.monotonic()))
+        except CeleryTimeout:
+            raise ProcessError(
+                f"no worker answered within {wait:g}s: is an `sbx worker` running?", "pending"
+            ) from None
+        finally:
+            _release(result)
+        return _parse(raw if isinstance(raw, str) else json.dumps(raw))
+
+    def receipt(self, process_id: str) -> Receipt:
+        """The receipt of a finished process this session (or its predecessor) owns."""
+        value = self.session_op(
+            "receipt_show", process_id=process_id, queue=self.process_queue(process_id)
+        )
+        return Receipt.model_validate(value["receipt"])
+
+    def receipts(self) -> list[Receipt]:
+        """Every receipt this session may read, oldest first."""
+        return [Receipt.model_validate(r) for r in self.session_op("receipts_list")["receipts"]]
+
+    def verify_receipts(self) -> list[str]:
+        """Integrity problems in the receipts this session may read (empty: all intact)."""
+        return VerifyReport.model_validate(self.session_op("receipts_verify")).problems
+
+    def prune_receipts(self) -> int:
+        """Apply retention now; how many receipts were deleted."""
+        return int(self.session_op("receipts_prune")["pruned"])
+
+    def continue_session(self, child_id: str) -> Continuation:
+        """Record that ``child_id`` continues this session (this client holds the parent token)."""
+        return Continuation.model_validate(self.session_op("continue", child_id=child_id))
+
+
+class AsyncProcessClientMixin:
+    """``asyncio`` face of :class:`ProcessClientMixin` over ``self._sync`` (a SandboxClient)."""
+
+    if TYPE_CHECKING:
+        _sync: ProcessClientMixin
+
+    async def start(
+        self, command: str, *, workdir: str | None = None, pty: bool = False
+    ) -> ProcessStarted:
+        return await asyncio.to_thread(self._sync.start, command, workdir=workdir, pty=pty)
+
+    async def poll(self, process_id: str) -> ProcessStatus:
+        return await asyncio.to_thread(self._sync.poll, process_id)
+
+    async def logs(self, process_id: str, offset: int = 0, limit: int = 65536) -> ProcessLog:
+        return await asyncio.to_thread(self._sync.logs, process_id, offset, limit)
+
+    async def wait(self, process_id: str, timeout: float | None = None) -> ProcessStatus:
+        return await asyncio.to_thread(self._sync.wait, process_id, timeout)
+
+    async def kill(self, process_id: str) -> ProcessStatus:
+        return await asyncio.to_thread(self._sync.kill, process_id)
+
+    async def write(self, process_id: str, data: str) -> ProcessWrite:
+        return await asyncio.to_thread(self._sync.write, process_id, data)
+
+    async def processes(self) -> list[ProcessStatus]:
+        return await asyncio.to_thread(self._sync.processes)
+
+    async def receipt(self, process_id: str) -> Receipt:
+        return await asyncio.to_thread(self._sync.receipt, process_id)
+
+    async def receipts(self) -> list[Receipt]:
+        return await asyncio.to_thread(self._sync.receipts)
+
+    async def verify_receipts(self) -> list[str]:
+        return await asyncio.to_thread(self._sync.verify_receipts)
+
+    async def continue_session(self, child_id: str) -> Continuation:
+        return await asyncio.to_thread(self._sync.continue_session, child_id)
+
+
+__all__ = ["AsyncProcessClientMixin", "ProcessClientMixin", "ProcessError"]
