@@ -9,6 +9,7 @@ against every backend.
 from __future__ import annotations
 
 import abc
+import threading
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -33,6 +34,8 @@ class ExecResult(BaseModel):
     duration_ms: int = 0
     shell_restarted: bool = False
     """True when the session shell had died and was replaced (state replayed) for this call."""
+    cancelled: bool = False
+    """True when the caller cancelled the call; its tree was killed and exit_code is 130."""
 
 
 class SpawnedProcess(BaseModel):
@@ -94,8 +97,13 @@ class Environment(abc.ABC):
         env: dict[str, str] | None = None,
         timeout: float = 180.0,
         output_limit: int = 100_000,
+        cancel: threading.Event | None = None,
     ) -> ExecResult:
-        """Run ``command`` in the session shell and return its result (see class docstring)."""
+        """Run ``command`` in the session shell and return its result (see class docstring).
+
+        When ``cancel`` is set while the command runs, its tree is killed as on a
+        timeout and the result has ``cancelled=True`` and exit code 130.
+        """
 
     @abc.abstractmethod
     def spawn(

@@ -8,6 +8,7 @@ import select
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Literal
@@ -162,11 +163,17 @@ class LocalEnvironment(Environment):
         env: dict[str, str] | None = None,
         timeout: float = 180.0,
         output_limit: int = 100_000,
+        cancel: threading.Event | None = None,
     ) -> ExecResult:
         started = time.monotonic()
         self._killed.clear()
         result = self.shell.run(
-            command, workdir=workdir, env=env, timeout=timeout, output_limit=output_limit
+            command,
+            workdir=workdir,
+            env=env,
+            timeout=timeout,
+            output_limit=output_limit,
+            cancel=cancel,
         )
         return ExecResult(
             output=result.output.text(),
@@ -177,6 +184,7 @@ class LocalEnvironment(Environment):
             cwd=result.cwd,
             duration_ms=int((time.monotonic() - started) * 1000),
             shell_restarted=result.shell_restarted,
+            cancelled=result.cancelled,
         )
 
     def _session_state(self) -> tuple[dict[str, str], str]:

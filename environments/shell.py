@@ -13,6 +13,7 @@ import contextlib
 import re
 import secrets
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,9 @@ from .shell_script import SHELL_MANAGED, bootstrap_script, restore_lines, run_li
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TIMEOUT_EXIT_CODE = 124
+CANCELLED_EXIT_CODE = 130
+# How often a running command checks its cancel event.
+_CANCEL_POLL_S = 0.05
 
 
 class Channel(Protocol):
@@ -65,6 +69,7 @@ class ShellResult:
     timed_out: bool
     cwd: str
     shell_restarted: bool
+    cancelled: bool = False
 
 
 class ShellSession:
@@ -165,8 +170,13 @@ class ShellSession:
         env: dict[str, str] | None = None,
         timeout: float,
         output_limit: int,
+        cancel: threading.Event | None = None,
     ) -> ShellResult:
-        """Run ``command`` in the session; see :meth:`environments.base.Environment.exec`."""
+        """Run ``command`` in the session; see :meth:`environments.base.Environment.exec`.
+
+        Setting ``cancel`` stops the command like a timeout does (its tree is
+        killed), and the result says ``cancelled``.
+        """
         if "\x00" in command or (workdir and "\x00" in workdir):
             raise InvalidCommand("command and workdir must not contain NUL bytes")
         overrides = dict(env or {})
@@ -192,7 +202,9 @@ class ShellSession:
             self.close()
             raise SandboxDead(f"session shell is gone: {exc}") from exc
         self._shell_env, self._shell_cwd = dict(self.env), self.cwd
-        return self._collect(channel, scanner, workdir, overrides, timeout, output_limit, restarted)
+        return self._collect(
+            channel, scanner, workdir, overrides, timeout, output_limit, restarted, cancel
+        )
 
     def _collect(
         self,
@@ -203,6 +215,7 @@ class ShellSession:
         timeout: float,
         output_limit: int,
         restarted: bool,
+        cancel: threading.Event | None,
     ) -> ShellResult:
         capture = OutputCapture(output_limit)
         pgid: int | None = None
@@ -212,8 +225,16 @@ class ShellSession:
         no_workdir = False
         phase = "run"  # run -> term -> kill -> wedged
         deadline = time.monotonic() + timeout
+        cancelled = False
         while exit_code is None:
-            chunk = channel.read(max(0.0, deadline - time.monotonic()))
+            wait = max(0.0, deadline - time.monotonic())
+            if cancel is not None and phase == "run":
+                wait = min(wait, _CANCEL_POLL_S)
+            chunk = channel.read(wait)
+            if chunk is None and phase == "run" and time.monotonic() < deadline:
+                if cancel is None or not cancel.is_set():
+                    continue
+                cancelled = True
             if chunk is None:
                 if phase == "run":
                     phase, deadline = "term", time.monotonic() + self.kill_grace
@@ -256,14 +277,18 @@ class ShellSession:
             raise WorkdirNotFound(f"workdir does not exist: {workdir} (nothing was run)")
         if not timed_out and exit_code is not None and new_env is not None:
             self._adopt(new_env, new_cwd, workdir, overrides)
-        if timed_out:
+        if cancelled:
+            code = CANCELLED_EXIT_CODE
+        elif timed_out:
             code = TIMEOUT_EXIT_CODE
         elif exit_code is None:
             code = -1
             capture.feed(b"\n[sbx: the session shell died; it will be restarted]\n")
         else:
             code = exit_code
-        return ShellResult(capture, code, timed_out, self.cwd, restarted)
+        return ShellResult(
+            capture, code, timed_out and not cancelled, self.cwd, restarted, cancelled
+        )
 
     def _parse_env(self, dump: bytes) -> dict[str, str]:
         """Parse an ``export -p`` dump; most commands change nothing, so reuse the last parse."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,8 @@ class ToolContext:
     default_timeout: int = 180
     max_timeout: int = 3600
     services: dict[str, Any] = field(default_factory=dict)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    """Set when the caller cancels the call; long-running tools stop and report it."""
 
     def remaining(self) -> float:
         """Seconds left before the call's deadline (never negative)."""

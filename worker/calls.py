@@ -7,6 +7,7 @@ wrapper that adds claiming and heartbeats.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -32,8 +33,26 @@ discover_builtin_tools()
 _ANSWER_MARGIN_S = 1.0
 
 
-def execute_call(raw: Any, services: Services, tools: ToolRegistry = default_registry) -> str:
-    """Run one call message; always returns the tool-result JSON string."""
+def cancelled_before_start(call_id: str) -> str:
+    """The result of a call cancelled while it waited in the queue: nothing ran."""
+    return tool_error(
+        "cancelled by the caller before it started; nothing ran",
+        status="cancelled",
+        call_id=call_id,
+    )
+
+
+def execute_call(
+    raw: Any,
+    services: Services,
+    tools: ToolRegistry = default_registry,
+    *,
+    cancel: threading.Event | None = None,
+) -> str:
+    """Run one call message; always returns the tool-result JSON string.
+
+    ``cancel`` is set by the worker when the caller cancels the call.
+    """
     try:
         message = ToolCallMessage.model_validate(raw)
     except ValidationError as exc:
@@ -58,6 +77,7 @@ def execute_call(raw: Any, services: Services, tools: ToolRegistry = default_reg
         default_timeout=settings.default_timeout,
         max_timeout=settings.max_timeout,
         services=services.extras,
+        cancel=cancel or threading.Event(),
     )
     try:
         return handle_function_call(

@@ -90,11 +90,18 @@ class SandboxClient:
 
     # -- raw calls ---------------------------------------------------------------
 
-    def tool_call(self, name: str, args: Any, *, wait: float | None = None) -> str:
-        """Run tool ``name`` with ``args`` (dict or JSON text); the tool-result JSON string."""
+    def tool_call(
+        self, name: str, args: Any, *, wait: float | None = None, call_id: str | None = None
+    ) -> str:
+        """Run tool ``name`` with ``args`` (dict or JSON text); the tool-result JSON string.
+
+        ``call_id`` names the call (for :meth:`cancel` from another thread); one is
+        generated when omitted. If this thread is interrupted (``KeyboardInterrupt``)
+        while waiting, the call is cancelled before the exception propagates.
+        """
         if wait is None:
             wait = _call_budget(args, self.settings)
-        call_id = uuid.uuid4().hex
+        call_id = call_id or uuid.uuid4().hex
         message = ToolCallMessage(
             call_id=call_id,
             session_id=self.session_id,
@@ -112,8 +119,18 @@ class SandboxClient:
         )
         try:
             return self._await(result, call_id, wait)
+        except KeyboardInterrupt:
+            self.cancel(call_id)
+            raise
         finally:
             _release(result)
+
+    def cancel(self, call_id: str) -> None:
+        """Stop call ``call_id``: a queued call never runs; a running one has its tree killed.
+
+        The call's own result then says ``cancelled`` (exit code 130 for terminal).
+        """
+        self.ledger.request_cancel(call_id)
 
     def _await(self, result: AsyncResult, call_id: str, wait: float) -> str:
         """The call's result JSON; ``lost`` or ``pending`` results instead of waiting forever."""
@@ -253,7 +270,15 @@ class AsyncSandboxClient:
         self.session_id = self._sync.session_id
 
     async def tool_call(self, name: str, args: Any, *, wait: float | None = None) -> str:
-        return await asyncio.to_thread(self._sync.tool_call, name, args, wait=wait)
+        """As :meth:`SandboxClient.tool_call`; cancelling the awaiting task cancels the call."""
+        call_id = uuid.uuid4().hex
+        try:
+            return await asyncio.to_thread(
+                self._sync.tool_call, name, args, wait=wait, call_id=call_id
+            )
+        except asyncio.CancelledError:
+            await asyncio.to_thread(self._sync.cancel, call_id)
+            raise
 
     async def exec(
         self, command: str, *, workdir: str | None = None, timeout: int | None = None

@@ -31,15 +31,25 @@ def heartbeat_key(call_id: str) -> str:
     return f"sbx:call:{call_id}:hb"
 
 
+def cancel_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:cancel"
+
+
 # Claim, first heartbeat and running-set entry in one round trip.
+# Returns 1 when claimed, 0 when claimed before, 2 when claimed but cancelled before it ran.
 _CLAIM_SCRIPT = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
+  if redis.call('EXISTS', KEYS[4]) == 1 then
+    return 2
+  end
   redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
   redis.call('HSET', KEYS[3], ARGV[4], ARGV[1])
   return 1
 end
 return 0
 """
+
+CLAIMED, DUPLICATE, CANCELLED = 1, 0, 2
 
 
 class CallLedger:
@@ -51,11 +61,25 @@ class CallLedger:
         self.lost_after_ms = int(lost_after * 1000)
         self._claim = client.register_script(_CLAIM_SCRIPT)
 
-    def claim(self, call_id: str, worker_id: str) -> bool:
-        """True if this worker now owns ``call_id``; False if anyone claimed it before."""
-        keys = [claim_key(call_id), heartbeat_key(call_id), RUNNING_KEY]
+    def claim(self, call_id: str, worker_id: str) -> int:
+        """Claim ``call_id`` for this worker: :data:`CLAIMED`, :data:`DUPLICATE` (someone
+        claimed it before) or :data:`CANCELLED` (claimed now, but cancelled while queued)."""
+        keys = [claim_key(call_id), heartbeat_key(call_id), RUNNING_KEY, cancel_key(call_id)]
         args: list[str | int] = [worker_id, self.claim_ttl, self.lost_after_ms, call_id]
-        return bool(self._claim(keys=keys, args=args))
+        return int(self._claim(keys=keys, args=args))
+
+    def request_cancel(self, call_id: str) -> None:
+        """Ask whichever worker runs (or will run) ``call_id`` to stop it."""
+        self.client.set(cancel_key(call_id), "1", ex=self.claim_ttl)
+
+    def cancelled(self, call_ids: list[str]) -> set[str]:
+        """The ids among ``call_ids`` whose cancellation was requested."""
+        if not call_ids:
+            return set()
+        pipe = self.client.pipeline(transaction=False)
+        for call_id in call_ids:
+            pipe.exists(cancel_key(call_id))
+        return {c for c, hit in zip(call_ids, pipe.execute(), strict=True) if hit}
 
     def beat(
         self, call_ids: list[str], worker_id: str, finished: Sequence[str] = ()
@@ -114,18 +138,15 @@ class Heartbeat(threading.Thread):
         self.ledger = ledger
         self.worker_id = worker_id
         self.interval = interval
-        self._active: set[str] = set()
+        self._active: dict[str, threading.Event] = {}
         self._finished: list[str] = []
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
 
-    def add(self, call_id: str) -> None:
+    def add(self, call_id: str, cancel: threading.Event | None = None) -> None:
+        """Beat for ``call_id`` until :meth:`finish`; set ``cancel`` if it gets cancelled."""
         with self._lock:
-            self._active.add(call_id)
-
-    def discard(self, call_id: str) -> None:
-        with self._lock:
-            self._active.discard(call_id)
+            self._active[call_id] = cancel or threading.Event()
 
     def finish(self, call_id: str) -> None:
         """Stop beating for ``call_id`` and release it on the next tick.
@@ -135,7 +156,7 @@ class Heartbeat(threading.Thread):
         the lost-call check never overrides a stored result.
         """
         with self._lock:
-            self._active.discard(call_id)
+            self._active.pop(call_id, None)
             self._finished.append(call_id)
 
     def stop(self) -> None:
@@ -149,10 +170,12 @@ class Heartbeat(threading.Thread):
     def tick(self) -> None:
         """Refresh running calls' heartbeats and release finished ones (one round trip)."""
         with self._lock:
-            active = list(self._active)
+            active = dict(self._active)
             finished, self._finished = self._finished, []
         try:
-            self.ledger.beat(active, self.worker_id, finished=finished)
+            self.ledger.beat(list(active), self.worker_id, finished=finished)
+            for call_id in self.ledger.cancelled(list(active)):
+                active[call_id].set()
         except (redis.RedisError, OSError):
             with self._lock:
                 self._finished.extend(finished)

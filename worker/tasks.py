@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from celery import Celery, Task
@@ -9,19 +10,24 @@ from celery.exceptions import Ignore
 
 from .app import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
 from .approvals import execute_approval
-from .calls import execute_call
+from .calls import cancelled_before_start, execute_call
+from .liveness import CANCELLED, DUPLICATE
 from .services import Services, services
 
 
 def run_claimed(call_id: str, message: Any, svc: Services) -> str:
     """Run ``message`` unless ``call_id`` was claimed before (then raise ``Ignore``)."""
-    if not svc.ledger.claim(call_id, svc.worker_id):
+    claim = svc.ledger.claim(call_id, svc.worker_id)
+    if claim == DUPLICATE:
         # A redelivery: the first delivery runs (or ran) it and stores the result.
         raise Ignore()
+    if claim == CANCELLED:
+        return cancelled_before_start(call_id)
+    cancel = threading.Event()
     heartbeat = svc.heartbeat
-    heartbeat.add(call_id)
+    heartbeat.add(call_id, cancel)
     try:
-        return execute_call(message, svc)
+        return execute_call(message, svc, cancel=cancel)
     finally:
         heartbeat.finish(call_id)
 

@@ -95,6 +95,7 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
                 workdir=args.workdir,
                 timeout=timeout_s,
                 output_limit=ctx.output_limit,
+                cancel=ctx.cancel,
             )
     except WorkdirNotFound as exc:
         return {"output": "", "exit_code": 1, "error": str(exc), "cwd": args.workdir or "",
@@ -102,7 +103,9 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     except InvalidCommand as exc:
         return {"error": f"invalid command: {exc}"}
     error = None
-    if result.timed_out:
+    if result.cancelled:
+        error = "cancelled by the caller; the command's process tree was killed"
+    elif result.timed_out:
         error = f"command timed out after {timeout_s:g}s; its process tree was killed"
     elif result.shell_restarted:
         error = "the session shell had died and was restarted; cwd and variables were restored"

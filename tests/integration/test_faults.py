@@ -79,3 +79,45 @@ def test_no_worker_answers_pending_not_forever(sbx_home: Path, broker_url: str |
         result = json.loads(client.tool_call("terminal", {"command": "echo hi"}, wait=0.5))
     assert result["status"] == "pending"
     assert "sbx worker" in result["error"]
+
+
+def test_cancel_a_running_call(
+    sbx_home: Path, broker_url: str | None, start_worker: Any, tmp_path: Path
+) -> None:
+    import threading
+
+    start_worker(broker_url, SBX_HEARTBEAT_INTERVAL="0.2")
+    started = tmp_path / "started"
+    with SandboxClient(session_id="cancel", settings=settings_for(sbx_home, broker_url)) as client:
+        answer: list[str] = []
+        call_id = uuid.uuid4().hex
+        command = {"command": f"touch {started}; sleep 600", "timeout": 900}
+        t = threading.Thread(
+            target=lambda: answer.append(client.tool_call("terminal", command, call_id=call_id))
+        )
+        t.start()
+        wait_until(started.exists, 60, "the command to start")
+        client.cancel(call_id)
+        t.join(timeout=120)
+        assert not t.is_alive()
+        result = json.loads(answer[0])
+        assert (result["exit_code"], "cancelled" in result["error"]) == (130, True)
+        assert client.exec("echo next").output == "next\n"
+
+
+def test_cancel_a_queued_call_never_runs_it(
+    sbx_home: Path, broker_url: str | None, start_worker: Any, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    settings = settings_for(sbx_home, broker_url, secret_key="q" * 32)
+    with SandboxClient(session_id="queued", settings=settings) as client:
+        call_id = uuid.uuid4().hex
+        pending = json.loads(
+            client.tool_call("terminal", {"command": f"touch {marker}"}, wait=0.2, call_id=call_id)
+        )
+        assert pending["status"] == "pending"
+        client.cancel(call_id)
+        start_worker(broker_url, SBX_SECRET_KEY="q" * 32)
+        result = json.loads(client.app.AsyncResult(call_id).get(timeout=60))
+    assert result["status"] == "cancelled"
+    assert not marker.exists()

@@ -232,3 +232,26 @@ def test_close_is_idempotent(env: LocalEnvironment) -> None:
     env.exec("echo hi")
     env.close()
     env.close()
+
+
+def test_cancel_kills_the_tree_and_reports_130(env: LocalEnvironment, tmp_path: Path) -> None:
+    import threading
+
+    from tests.helpers import wait_until
+
+    started = tmp_path / "started"
+    cancel = threading.Event()
+    results = []
+    t = threading.Thread(
+        target=lambda: results.append(
+            env.exec(f"sleep 1000 & echo $! > {started}; wait", timeout=600, cancel=cancel)
+        )
+    )
+    t.start()
+    wait_until(lambda: started.exists() and started.read_text().strip() != "", 30, "start")
+    cancel.set()
+    t.join(timeout=60)
+    (r,) = results
+    assert (r.exit_code, r.cancelled, r.timed_out) == (130, True, False)
+    assert not _alive(int(started.read_text()))
+    assert env.exec("echo usable").output == "usable\n"
