@@ -9,6 +9,8 @@ import threading
 import redis
 from celery import Celery, states
 
+from environments.pool import SandboxPool
+
 from .liveness import CallLedger, lost_result
 
 log = logging.getLogger(__name__)
@@ -35,11 +37,13 @@ def reap_lost_calls(app: Celery, ledger: CallLedger) -> list[str]:
 
 
 class Reaper(threading.Thread):
-    """Daemon thread that reaps lost calls every ``interval`` seconds."""
+    """Daemon thread that, every ``interval`` seconds, reaps lost calls and idle sandboxes."""
 
-    def __init__(self, app: Celery, ledger: CallLedger, interval: float) -> None:
+    def __init__(
+        self, app: Celery, ledger: CallLedger, interval: float, pool: SandboxPool | None = None
+    ) -> None:
         super().__init__(name="sbx-reaper", daemon=True)
-        self.app, self.ledger, self.interval = app, ledger, interval
+        self.app, self.ledger, self.interval, self.pool = app, ledger, interval, pool
         self._stop_event = threading.Event()
 
     def stop(self) -> None:
@@ -49,3 +53,11 @@ class Reaper(threading.Thread):
         while not self._stop_event.wait(self.interval):
             with contextlib.suppress(redis.RedisError, OSError):
                 reap_lost_calls(self.app, self.ledger)
+            if self.pool is not None:
+                try:
+                    closed = self.pool.reap_idle()
+                except Exception:  # a broken sandbox must not stop the reaper
+                    log.exception("reaping idle sandboxes failed")
+                else:
+                    if closed:
+                        log.info("closed %d idle sandbox(es)", closed)

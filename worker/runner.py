@@ -42,7 +42,7 @@ def run_worker(
 
     def _ready(**_: Any) -> None:
         svc = services()
-        r = Reaper(app, svc.ledger, settings.lost_after)
+        r = Reaper(app, svc.ledger, settings.lost_after, svc.pool)
         r.start()
         reaper.append(r)
         log.info("sbx worker %s ready on %s", svc.worker_id, ",".join(queues or [settings.queue]))
