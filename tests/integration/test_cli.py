@@ -101,3 +101,17 @@ def test_tools_by_toolset_and_unknown_toolset(sbx_home: Path) -> None:
     p = sbx(sbx_home, None, "tools", "--toolsets", "no-such-toolset")
     assert p.returncode == 2
     assert "no-such-toolset" in p.stderr
+
+
+def test_readme_main_job_command(sbx_home: Path) -> None:
+    """The README's first command, exactly as a user runs it (needs the repo's .venv)."""
+    from tests.helpers import require
+
+    require((REPO / ".venv" / "bin" / "sbx").exists(), "no .venv: run `bash tests/run` first")
+    p = subprocess.run(
+        ["bash", "deploy/quickstart.sh"],
+        env=worker_env(sbx_home, None), cwd=str(REPO),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "hi from /tmp/sbx-demo" in p.stdout
