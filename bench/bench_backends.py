@@ -192,6 +192,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['baseline']['p50']:10.3f} / {r['baseline']['p95']:8.3f}  "
             f"{r['ratio_p50']:6.2%} {verdict}   ({r['baseline_name']})"
         )
+    ssh = results.get("ssh", {})
+    if "baseline" in ssh and ssh["baseline"]["p50"] > 50:
+        print(
+            "note: asyncssh conn.run above 50 ms means the login shell runs heavy rc files on "
+            "every command; compare with --ssh-user USER (a user whose shell is /bin/sh)"
+        )
     return 0
 
 

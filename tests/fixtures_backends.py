@@ -1,0 +1,358 @@
+"""Fixtures that give tests real sandbox backends: local, docker, ssh, apptainer stand-in.
+
+Registered from tests/conftest.py (``pytest_plugins``). Services that cannot be
+reached are a *failure* in CI (``CI`` set) and a skip with the reason locally:
+
+* docker: a Docker engine with the images built by ``tests/services/docker.sh``;
+* ssh: a real ``/usr/sbin/sshd`` started here on 127.0.0.1 with its own host key;
+* apptainer: ``tests/fakes/apptainer`` (runs instances under bubblewrap) first on PATH.
+
+Each ``*_factory`` fixture returns ``make(session_id) -> Environment`` and closes
+what it made at teardown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from environments.base import Environment
+
+Factory = Callable[[str], Environment]
+REPO = Path(__file__).resolve().parent.parent
+FAKES = REPO / "tests" / "fakes"
+KILL_GRACE = 0.5
+DOCKER_IMAGES = {"busybox": "sbx-test-busybox:latest", "bash": "sbx-test-bash:latest"}
+
+
+def unavailable(reason: str) -> None:
+    """Fail in CI, skip elsewhere: CI must never pass by skipping a real service."""
+    if os.environ.get("CI"):
+        pytest.fail(f"required test service unavailable in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+class _Tracker:
+    """Creates environments and closes every one of them at teardown."""
+
+    def __init__(self, create: Factory) -> None:
+        self._create = create
+        self.made: list[Environment] = []
+
+    def __call__(self, session_id: str) -> Environment:
+        env = self._create(session_id)
+        self.made.append(env)
+        return env
+
+    def close_all(self) -> None:
+        for env in self.made:
+            with contextlib.suppress(Exception):
+                env.close()
+
+
+# -- local ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def local_factory(tmp_path: Path) -> Iterator[Factory]:
+    from environments.local import LocalConfig, LocalEnvironment
+
+    config = LocalConfig(cwd=str(tmp_path), kill_grace=KILL_GRACE)
+    tracker = _Tracker(lambda sid: LocalEnvironment(sid, config=config))
+    yield tracker
+    tracker.close_all()
+
+
+# -- docker ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def docker_client_ready() -> object:
+    """A docker SDK client for a running engine that has the test images."""
+    try:
+        import docker
+    except ImportError:
+        unavailable("the docker SDK is not installed (pip install 'sbx[docker]')")
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:
+        unavailable(f"no Docker engine ({exc}); run tests/services/docker.sh")
+    for image in DOCKER_IMAGES.values():
+        try:
+            client.images.get(image)
+        except Exception:
+            unavailable(f"test image {image} missing; run tests/services/docker.sh")
+    yield client
+    # Whatever this test run left behind (a crashed test) goes.
+    from environments.docker import reap_orphans
+
+    reap_orphans(-1, client=client, labels={"sbx.worker": f"{socket.gethostname()}:{os.getpid()}"})
+
+
+def make_docker_factory(client: Any, image: str, **overrides: Any) -> _Tracker:
+    from environments.docker import DockerConfig, DockerEnvironment
+
+    config = DockerConfig(image=image, kill_grace=KILL_GRACE, **overrides)
+    return _Tracker(lambda sid: DockerEnvironment(sid, config=config, client=client))
+
+
+@pytest.fixture
+def docker_factory(docker_client_ready: object) -> Iterator[Factory]:
+    """Containers of the busybox-only image (POSIX sh, no bash)."""
+    tracker = make_docker_factory(docker_client_ready, DOCKER_IMAGES["busybox"])
+    yield tracker
+    tracker.close_all()
+
+
+@pytest.fixture
+def docker_bash_factory(docker_client_ready: object) -> Iterator[Factory]:
+    """Containers of the image that also has bash (the session shell is bash there)."""
+    tracker = make_docker_factory(docker_client_ready, DOCKER_IMAGES["bash"])
+    yield tracker
+    tracker.close_all()
+
+
+# -- ssh ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SSHServer:
+    """A real OpenSSH server on 127.0.0.1 that trusts ``key_file`` for ``user``."""
+
+    host: str
+    port: int
+    user: str
+    key_file: str
+    known_hosts: str
+    host_key_pub: str
+    directory: str
+    pid: int
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_sshd(directory: Path) -> tuple[subprocess.Popen[bytes], int]:
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    port = _free_port()
+    config = directory / "sshd_config"
+    config.write_text(
+        f"""Port {port}
+ListenAddress 127.0.0.1
+HostKey {directory}/host_ed25519
+PidFile {directory}/sshd.pid
+AuthorizedKeysFile {directory}/authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+UsePAM no
+StrictModes no
+PermitRootLogin yes
+MaxSessions 64
+MaxStartups 64:30:128
+ClientAliveInterval 0
+LogLevel ERROR
+Subsystem sftp internal-sftp
+"""
+    )
+    proc = subprocess.Popen(
+        [sshd, "-D", "-e", "-f", str(config)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(directory / "sshd.log", "wb"),  # noqa: SIM115
+    )
+    return proc, port
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> bool:
+    # sshd -D binds before it accepts; poll connect() with a bounded number of tries.
+    import time
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        with socket.socket() as s, contextlib.suppress(OSError):
+            s.settimeout(0.2)
+            s.connect(("127.0.0.1", port))
+            return True
+        time.sleep(0.02)
+    return False
+
+
+class ServiceUnavailable(RuntimeError):
+    """A real service needed by a test or benchmark cannot be started here."""
+
+
+@contextlib.contextmanager
+def running_sshd() -> Iterator[SSHServer]:
+    """Start sshd with a fresh host key, user key, authorized_keys and known_hosts; stop it after.
+
+    Raises :class:`ServiceUnavailable` when OpenSSH is missing or does not start.
+    """
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    if not os.path.exists(sshd) or not shutil.which("ssh-keygen"):
+        raise ServiceUnavailable("OpenSSH server not installed (apt-get install openssh-server)")
+    if os.geteuid() == 0:
+        # sshd running as root insists on its privilege separation directory.
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    directory = Path(tempfile.mkdtemp(prefix="sbx-sshd-"))
+    # sshd reads authorized_keys as the user logging in; private keys stay 0600.
+    os.chmod(directory, 0o755)
+    for name in ("host_ed25519", "user_ed25519"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(directory / name)],
+            check=True,
+        )
+    (directory / "authorized_keys").write_text((directory / "user_ed25519.pub").read_text())
+    os.chmod(directory / "authorized_keys", 0o644)
+    host_pub = (directory / "host_ed25519.pub").read_text().split()
+    proc, port = _start_sshd(directory)
+    try:
+        if not _wait_listening(port, proc):
+            log = (directory / "sshd.log").read_text(errors="replace")
+            raise ServiceUnavailable(f"sshd did not start: {log.strip()[:500]}")
+        known = directory / "known_hosts"
+        known.write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
+        yield SSHServer(
+            host="127.0.0.1",
+            port=port,
+            user=getpass.getuser(),
+            key_file=str(directory / "user_ed25519"),
+            known_hosts=str(known),
+            host_key_pub=f"{host_pub[0]} {host_pub[1]}",
+            directory=str(directory),
+            pid=proc.pid,
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def sshd_server() -> Iterator[SSHServer]:
+    """A real sshd on 127.0.0.1 for the whole test session."""
+    try:
+        server_cm = running_sshd()
+        server = server_cm.__enter__()
+    except ServiceUnavailable as exc:
+        unavailable(str(exc))
+    try:
+        yield server
+    finally:
+        server_cm.__exit__(None, None, None)
+
+
+def ssh_config_for(server: SSHServer, **overrides: object) -> object:
+    from environments.ssh import SSHConfig
+
+    settings: dict[str, object] = {
+        "host": server.host,
+        "port": server.port,
+        "user": server.user,
+        "key_file": server.key_file,
+        "known_hosts": server.known_hosts,
+        "use_agent": False,
+        "kill_grace": KILL_GRACE,
+    }
+    settings.update(overrides)
+    return SSHConfig(**settings)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def ssh_factory(sshd_server: SSHServer) -> Iterator[Factory]:
+    try:
+        from environments.ssh import SSHEnvironment
+    except ImportError:
+        unavailable("asyncssh is not installed (pip install 'sbx[ssh]')")
+    config = ssh_config_for(sshd_server)
+    tracker = _Tracker(lambda sid: SSHEnvironment(sid, config=config))  # type: ignore[arg-type]
+    yield tracker
+    tracker.close_all()
+
+
+# -- apptainer (stand-in) -------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def apptainer_rootfs() -> Iterator[Path]:
+    """A busybox-only root file system directory, usable as an apptainer sandbox image."""
+    busybox = shutil.which("busybox")
+    if busybox is None:
+        unavailable("busybox not installed (apt-get install busybox-static)")
+    assert busybox is not None
+    root = Path(tempfile.mkdtemp(prefix="sbx-rootfs-"))
+    for sub in ("bin", "etc", "tmp", "proc", "dev", "sys", "workspace"):
+        (root / sub).mkdir()
+    shutil.copy2(busybox, root / "bin" / "busybox")
+    applets = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True)
+    for applet in applets.stdout.split():
+        if applet != "busybox":
+            (root / "bin" / applet).symlink_to("busybox")
+    (root / "etc" / "passwd").write_text(
+        "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"
+    )
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def fake_apptainer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """Puts tests/fakes/apptainer first on PATH; yields the log of its invocations."""
+    if not shutil.which("bwrap"):
+        unavailable("bubblewrap not installed (apt-get install bubblewrap)")
+    if not shutil.which("nsenter"):
+        unavailable("nsenter not installed (apt-get install util-linux)")
+    state = Path(tempfile.mkdtemp(prefix="sbx-fake-apptainer-"))
+    log = tmp_path / "apptainer.log"
+    monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("FAKE_APPTAINER_STATE", str(state))
+    monkeypatch.setenv("FAKE_APPTAINER_LOG", str(log))
+    yield log
+    # Stop whatever instance a failed test left running.
+    subprocess.run(
+        [str(FAKES / "apptainer"), "instance", "stop", "--all"], check=False, capture_output=True
+    )
+    shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture
+def apptainer_factory(fake_apptainer: Path, apptainer_rootfs: Path) -> Iterator[Factory]:
+    from environments.apptainer import ApptainerConfig, ApptainerEnvironment
+
+    config = ApptainerConfig(image=str(apptainer_rootfs), kill_grace=KILL_GRACE)
+    tracker = _Tracker(lambda sid: ApptainerEnvironment(sid, config=config))
+    yield tracker
+    tracker.close_all()
+
+
+# -- every backend --------------------------------------------------------------
+
+BACKENDS = ["local", "docker", "docker_bash", "ssh", "apptainer"]
+
+
+@pytest.fixture(params=BACKENDS)
+def any_backend(request: pytest.FixtureRequest) -> Factory:
+    """Each backend in turn (docker once per test image)."""
+    factory: Factory = request.getfixturevalue(f"{request.param}_factory")
+    return factory

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Everything the backend tests need (tests/conformance, tests/unit/test_pool.py, bench):
+#   - Debian packages: docker.io, busybox-static (test images and the apptainer
+#     stand-in's root file system), openssh-server (a real sshd on 127.0.0.1),
+#     bubblewrap + util-linux (nsenter) for tests/fakes/apptainer;
+#   - a running Docker engine with the local test images (tests/services/docker.sh).
+# Idempotent; needs root for the installs. Exits non-zero when something cannot be set up.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+
+missing=
+command -v busybox >/dev/null 2>&1 || missing="$missing busybox-static"
+[ -x /usr/sbin/sshd ] || missing="$missing openssh-server"
+command -v ssh-keygen >/dev/null 2>&1 || missing="$missing openssh-client"
+command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
+command -v nsenter >/dev/null 2>&1 || missing="$missing util-linux"
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "backends.sh: missing packages:$missing (run as root or install them)" >&2
+        exit 1
+    fi
+    apt-get update -qq >/dev/null 2>&1 || true
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+fi
+
+sh "$here/docker.sh"
