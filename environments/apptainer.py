@@ -189,17 +189,7 @@ class ApptainerEnvironment(scripts.HelperOps, Environment):
         )
         if not self.shell.alive and not result.timed_out:
             self._started = False  # maybe the instance died: the next start checks
-        return ExecResult(
-            output=result.output.text(),
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            truncated=result.output.truncated,
-            output_bytes=result.output.total_bytes,
-            cwd=result.cwd,
-            duration_ms=int((time.monotonic() - started) * 1000),
-            shell_restarted=result.shell_restarted,
-            cancelled=result.cancelled,
-        )
+        return result.exec_result(started)
 
     def close(self) -> None:
         """End the session shell and stop the instance. Idempotent."""

@@ -342,23 +342,11 @@ class DockerEnvironment(scripts.HelperOps, Environment):
         if not self.shell.alive and not result.timed_out:
             with contextlib.suppress(SandboxError):
                 self._container(verify=True)  # notices (and repairs) a vanished container
-        output = result.output.text()
-        restarted = result.shell_restarted
+        note, restarted = "", result.shell_restarted
         if self._vanished:
-            self._vanished, restarted = False, True
-            output = _VANISHED_NOTE + output
+            self._vanished, note, restarted = False, _VANISHED_NOTE, True
         self._heartbeat()
-        return ExecResult(
-            output=output,
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            truncated=result.output.truncated,
-            output_bytes=result.output.total_bytes,
-            cwd=result.cwd,
-            duration_ms=int((time.monotonic() - started) * 1000),
-            shell_restarted=restarted,
-            cancelled=result.cancelled,
-        )
+        return result.exec_result(started, note=note, restarted=restarted)
 
     def close(self) -> None:
         """End the session shell and remove the container (unless ``remove_on_close`` is off)."""

@@ -175,17 +175,7 @@ class LocalEnvironment(Environment):
             output_limit=output_limit,
             cancel=cancel,
         )
-        return ExecResult(
-            output=result.output.text(),
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            truncated=result.output.truncated,
-            output_bytes=result.output.total_bytes,
-            cwd=result.cwd,
-            duration_ms=int((time.monotonic() - started) * 1000),
-            shell_restarted=result.shell_restarted,
-            cancelled=result.cancelled,
-        )
+        return result.exec_result(started)
 
     def _session_state(self) -> tuple[dict[str, str], str]:
         if not self.shell.alive and not self.shell.cwd:

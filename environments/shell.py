@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from .base import ExecResult
 from .errors import InvalidCommand, SandboxDead, WorkdirNotFound
 from .framing import (
     KIND_CWD,
@@ -70,6 +71,26 @@ class ShellResult:
     cwd: str
     shell_restarted: bool
     cancelled: bool = False
+
+    def exec_result(
+        self, started: float, *, note: str = "", restarted: bool | None = None
+    ) -> ExecResult:
+        """The :class:`ExecResult` of this run; ``started`` is its ``time.monotonic()`` start.
+
+        ``note`` is prepended to the output (a backend's word about the sandbox);
+        ``restarted`` overrides ``shell_restarted``.
+        """
+        return ExecResult(
+            output=note + self.output.text(),
+            exit_code=self.exit_code,
+            timed_out=self.timed_out,
+            truncated=self.output.truncated,
+            output_bytes=self.output.total_bytes,
+            cwd=self.cwd,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            shell_restarted=self.shell_restarted if restarted is None else restarted,
+            cancelled=self.cancelled,
+        )
 
 
 class ShellSession:

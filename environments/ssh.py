@@ -252,17 +252,7 @@ class SSHEnvironment(scripts.HelperOps, Environment):
             # The write failed: nothing ran, so one retry on a fresh channel is safe.
             self.shell.close()
             result = self.shell.run(command, **kwargs)
-        return ExecResult(
-            output=result.output.text(),
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            truncated=result.output.truncated,
-            output_bytes=result.output.total_bytes,
-            cwd=result.cwd,
-            duration_ms=int((time.monotonic() - started) * 1000),
-            shell_restarted=result.shell_restarted,
-            cancelled=result.cancelled,
-        )
+        return result.exec_result(started)
 
     def close(self) -> None:
         """End the session shell (processes it started with ``spawn`` keep running)."""
