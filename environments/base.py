@@ -141,3 +141,9 @@ class Environment(abc.ABC):
     def availability(cls) -> tuple[bool, str]:
         """Whether this backend can run here, and why not."""
         return True, "ok"
+
+    @classmethod
+    def reap_orphans(cls, max_idle: float) -> list[str]:
+        """Remove sandboxes of this backend left behind by dead workers, idle for
+        more than ``max_idle`` seconds; return their names. Default: nothing to do."""
+        return []

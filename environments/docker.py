@@ -359,6 +359,10 @@ class DockerEnvironment(scripts.HelperOps, Environment):
             self._cid = None
 
     @classmethod
+    def reap_orphans(cls, max_idle: float) -> list[str]:
+        return reap_orphans(max_idle)
+
+    @classmethod
     def availability(cls) -> tuple[bool, str]:
         try:
             docker_client(DockerConfig().base_url).ping()

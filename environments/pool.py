@@ -49,6 +49,7 @@ class SandboxPool:
         self.idle_ttl = idle_ttl
         self._keep_alive = keep_alive or (lambda session_id, backend: False)
         self._slots: dict[tuple[str, str], _Slot] = {}
+        self._seen_backends: set[str] = set()
         self._guard = threading.Lock()
 
     @contextlib.contextmanager
@@ -58,6 +59,7 @@ class SandboxPool:
         with self._guard:
             slot = self._slots.setdefault(key, _Slot())
             slot.busy += 1
+            self._seen_backends.add(backend)
         try:
             with slot.lock:
                 if slot.env is None:
@@ -101,6 +103,11 @@ class SandboxPool:
             if slot.env is not None:
                 with contextlib.suppress(Exception):
                     slot.env.close()
+
+    def backends_in_use(self) -> set[str]:
+        """Backends of the sandboxes this pool holds or has held."""
+        with self._guard:
+            return {backend for _, backend in self._slots} | self._seen_backends
 
     def __len__(self) -> int:
         return len(self._slots)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 
 import redis
 from celery import Celery, states
 
+from environments.factory import backend_class
 from environments.pool import SandboxPool
 
 from .liveness import CallLedger, lost_result
@@ -37,13 +39,27 @@ def reap_lost_calls(app: Celery, ledger: CallLedger) -> list[str]:
 
 
 class Reaper(threading.Thread):
-    """Daemon thread that, every ``interval`` seconds, reaps lost calls and idle sandboxes."""
+    """Daemon thread that, every ``interval`` seconds, reaps lost calls and idle sandboxes.
+
+    Every ``orphan_sweep_interval`` seconds it also asks each backend in use to
+    remove sandboxes that dead workers left behind (idle over ``orphan_max_idle``).
+    """
 
     def __init__(
-        self, app: Celery, ledger: CallLedger, interval: float, pool: SandboxPool | None = None
+        self,
+        app: Celery,
+        ledger: CallLedger,
+        interval: float,
+        pool: SandboxPool | None = None,
+        *,
+        orphan_max_idle: float = 6 * 3600.0,
+        orphan_sweep_interval: float = 300.0,
     ) -> None:
         super().__init__(name="sbx-reaper", daemon=True)
         self.app, self.ledger, self.interval, self.pool = app, ledger, interval, pool
+        self.orphan_max_idle = orphan_max_idle
+        self.orphan_sweep_interval = orphan_sweep_interval
+        self._next_orphan_sweep = 0.0
         self._stop_event = threading.Event()
 
     def stop(self) -> None:
@@ -54,10 +70,20 @@ class Reaper(threading.Thread):
             with contextlib.suppress(redis.RedisError, OSError):
                 reap_lost_calls(self.app, self.ledger)
             if self.pool is not None:
-                try:
-                    closed = self.pool.reap_idle()
-                except Exception:  # a broken sandbox must not stop the reaper
-                    log.exception("reaping idle sandboxes failed")
-                else:
-                    if closed:
-                        log.info("closed %d idle sandbox(es)", closed)
+                self._reap_sandboxes(self.pool)
+
+    def _reap_sandboxes(self, pool: SandboxPool) -> None:
+        try:
+            closed = pool.reap_idle()
+            if closed:
+                log.info("closed %d idle sandbox(es)", closed)
+            now = time.monotonic()
+            if now < self._next_orphan_sweep:
+                return
+            self._next_orphan_sweep = now + self.orphan_sweep_interval
+            for backend in pool.backends_in_use():
+                removed = backend_class(backend).reap_orphans(self.orphan_max_idle)
+                if removed:
+                    log.info("removed %d orphaned %s sandbox(es)", len(removed), backend)
+        except Exception:  # a broken backend must not stop the reaper
+            log.exception("reaping sandboxes failed")

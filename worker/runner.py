@@ -42,7 +42,9 @@ def run_worker(
 
     def _ready(**_: Any) -> None:
         svc = services()
-        r = Reaper(app, svc.ledger, settings.lost_after, svc.pool)
+        r = Reaper(
+            app, svc.ledger, settings.lost_after, svc.pool, orphan_max_idle=settings.orphan_max_idle
+        )
         r.start()
         reaper.append(r)
         log.info("sbx worker %s ready on %s", svc.worker_id, ",".join(queues or [settings.queue]))

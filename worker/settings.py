@@ -66,6 +66,9 @@ class Settings(BaseSettings):
     claim_ttl: int = Field(default=86_400, ge=60)
     """How long a call id stays claimed: a redelivery within this window never runs again."""
     sandbox_idle_ttl: float = Field(default=3600.0, gt=0)
+    """A session's sandbox idle this long is closed (unless it holds running processes)."""
+    orphan_max_idle: float = Field(default=6 * 3600.0, gt=0)
+    """Sandboxes of dead workers (containers, ...) idle this long are removed."""
     approval_mode: Literal["manual", "smart", "off"] | None = None
     """Overrides ``approvals.mode`` of config.yaml; ``off`` still refuses hardline commands."""
     embedded_redis_server: str | None = None
