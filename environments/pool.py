@@ -47,7 +47,8 @@ class SandboxPool:
     ) -> None:
         self._factory = factory
         self.idle_ttl = idle_ttl
-        self._keep_alive = keep_alive or (lambda session_id, backend: False)
+        self.keep_alive: Callable[[str, str], bool] = keep_alive or (lambda sid, backend: False)
+        """``keep_alive(session_id, backend)``: True keeps an idle sandbox open."""
         self._slots: dict[tuple[str, str], _Slot] = {}
         self._seen_backends: set[str] = set()
         self._guard = threading.Lock()
@@ -84,7 +85,7 @@ class SandboxPool:
             for key, slot in list(self._slots.items()):
                 if slot.busy or now - slot.last_used < self.idle_ttl:
                     continue
-                if self._keep_alive(*key):
+                if self.keep_alive(*key):
                     continue
                 victims.append((key, slot))
                 del self._slots[key]

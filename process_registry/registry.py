@@ -93,8 +93,12 @@ class ProcessRegistry:
         redact_live: bool = True,
         spool_dir: Path | None = None,
         poll_interval: float = 0.05,
+        on_finished: Callable[[str, str], None] | None = None,
     ) -> None:
+        """``on_finished(process_id, owner)`` runs once per process after its receipt is
+        written and its waiters released, before its checkpoint is removed (errors logged)."""
         self.home = Path(home)
+        self.on_finished = on_finished
         ensure_private_dir(self.home)
         self.environment_lookup = environment_lookup
         self.continuations = ContinuationStore(self.home)
@@ -108,8 +112,8 @@ class ProcessRegistry:
             spool_dir or Path(tempfile.gettempdir()) / f"sbx-{os.getuid()}-{tag}"
         )
         self._lock = threading.Lock()
-        self._live: dict[str, _Tracked] = {}
-        self._finished: OrderedDict[str, _Tracked] = OrderedDict()
+        self._live: dict[str, Tracked] = {}
+        self._finished: OrderedDict[str, Tracked] = OrderedDict()
         self._watcher = ExitWatcher(self._on_exit, poll_interval=poll_interval)
 
     # -- starting --------------------------------------------------------------------------
@@ -128,21 +132,40 @@ class ProcessRegistry:
         """Spawn ``command`` detached in ``env``, checkpoint it and watch it.
 
         ``timeout`` (seconds) kills it (TERM, grace, KILL) with status ``timeout``.
-        ``pty`` is recorded but not yet supported by the spawn path (raises).
+        ``pty`` runs it on a pseudo-terminal (local backend only, else
+        :class:`PtyUnsupported`); :meth:`write` then sends it input.
         """
         validate_session_id(owner_session_id)
-        if pty:
-            raise NotImplementedError("pty background processes are not supported yet")
-        process_id = "p" + secrets.token_hex(8)
         local = env.backend == "local"
+        if pty and not local:
+            raise PtyUnsupported(
+                f"pty background processes are supported on the local backend only, "
+                f"not on {env.backend!r}; start it without pty"
+            )
+        process_id = "p" + secrets.token_hex(8)
         base = str(self.spool / process_id) if local else f"/tmp/sbx-{process_id}"
-        spawned = env.spawn(
-            command,
-            output_path=base + ".out",
-            status_path=base + ".status",
-            workdir=workdir,
-            env=env_vars,
-        )
+        if pty:
+            from environments.local import LocalEnvironment
+            from environments.pty_spawn import spawn_on_pty
+
+            if not isinstance(env, LocalEnvironment):
+                raise PtyUnsupported("pty needs a LocalEnvironment")
+            spawned = spawn_on_pty(
+                env,
+                command,
+                output_path=base + ".out",
+                status_path=base + ".status",
+                workdir=workdir,
+                extra_env=env_vars,
+            )
+        else:
+            spawned = env.spawn(
+                command,
+                output_path=base + ".out",
+                status_path=base + ".status",
+                workdir=workdir,
+                env=env_vars,
+            )
         record = ProcessRecord(
             process_id=process_id,
             pid=spawned.pid,
@@ -163,22 +186,23 @@ class ProcessRegistry:
         )
         # Watch first, checkpoint second: a short process's exit is handled while its
         # checkpoint is written; only the checkpoint's removal waits for that write.
-        tracked = self._track(record, env, spawned, checkpointed=False)
+        tracked = self.track(record, env, spawned, checkpointed=False)
         try:
             stored = self.checkpoints.write(record)  # stores the command redacted
         finally:
             tracked.checkpointed.set()
         return stored
 
-    def _track(
+    def track(
         self,
         record: ProcessRecord,
         env: Environment,
         spawned: SpawnedProcess,
         *,
         checkpointed: bool = True,
-    ) -> _Tracked:
-        tracked = _Tracked(record, env)
+    ) -> Tracked:
+        """Watch ``record``'s process until it ends (used by :meth:`start` and adoption)."""
+        tracked = Tracked(record, env)
         if checkpointed:
             tracked.checkpointed.set()
         with self._lock:
@@ -189,6 +213,19 @@ class ProcessRegistry:
             self._watcher.schedule(max(0.0, remaining), lambda: self._expire(record.process_id))
         return tracked
 
+    def tracks(self, process_id: str) -> bool:
+        """True when this registry watches (or recently watched) ``process_id``."""
+        return self.owner_of(process_id) is not None
+
+    def owner_of(self, process_id: str) -> str | None:
+        """Owner session of a process this registry tracks (None: not tracked here).
+
+        For routing and bookkeeping only: it authorizes nothing.
+        """
+        with self._lock:
+            t = self._live.get(process_id) or self._finished.get(process_id)
+        return t.record.owner_session_id if t is not None else None
+
     # -- completion ------------------------------------------------------------------------
 
     def _on_exit(self, process_id: str, wait_status: int | None) -> None:
@@ -197,7 +234,13 @@ class ProcessRegistry:
         if tracked is not None:
             self._finalize(tracked, wait_status)
 
-    def _finalize(self, t: _Tracked, wait_status: int | None) -> None:
+    def finalize_untracked(self, t: Tracked) -> None:
+        """Receipt a process that ended out of our sight (adoption): never signalled."""
+        with self._lock:
+            self._live[t.record.process_id] = t
+        self._finalize(t, None)
+
+    def _finalize(self, t: Tracked, wait_status: int | None) -> None:
         """Receipt, then release waiters, then drop the checkpoint (once per process)."""
         with t.lock:
             if t.finalizing:
@@ -205,7 +248,7 @@ class ProcessRegistry:
             t.finalizing = True
         rec = t.record
         try:
-            code = self._status_file_code(t)
+            code = status_file_code(t.env, rec.status_path)
             if code is None:
                 code = wait_status
             status: ProcessState = t.ending or ("exited" if code is not None else "lost")
@@ -221,6 +264,11 @@ class ProcessRegistry:
             while len(self._finished) > _FINISHED_KEPT:
                 _, old = self._finished.popitem(last=False)
                 self._discard_output(old)
+        if self.on_finished is not None:
+            try:
+                self.on_finished(rec.process_id, rec.owner_session_id)
+            except Exception:
+                log.exception("on_finished failed for %s", rec.process_id)
         t.checkpointed.wait(30.0)
         with contextlib.suppress(Exception):
             self.checkpoints.remove(rec.process_id)
@@ -228,68 +276,23 @@ class ProcessRegistry:
             if rec.backend == "local":
                 os.unlink(rec.status_path)
 
-    def _status_file_code(self, t: _Tracked) -> int | None:
-        try:
-            raw = t.env.read_file(t.record.status_path)
-        except (FileNotFoundError, OSError):
-            return None
-        try:
-            return int(raw.strip())
-        except ValueError:
-            return None  # a torn or foreign status file tells nothing: never invent a code
-
-    def _output_size(self, t: _Tracked) -> int:
-        if t.record.backend == "local":
-            try:
-                return os.stat(t.record.output_path).st_size
-            except FileNotFoundError:
-                return 0
-        return len(t.env.read_file(t.record.output_path))
-
-    def _write_receipt(self, t: _Tracked, status: ProcessState, code: int | None) -> Receipt:
+    def _write_receipt(self, t: Tracked, status: ProcessState, code: int | None) -> Receipt:
         rec = t.record
-        try:
-            total = self._output_size(t)
-            output, cut = excerpt(
-                lambda off, n: t.env.read_file(rec.output_path, off, n),
-                total,
-                self.receipts.output_cap,
-            )
-        except FileNotFoundError:
-            total, output, cut = 0, "", False
-        ended = time.time()
-        if status == "lost":
-            code = None
-        draft = Receipt(
-            process_id=rec.process_id,
-            owner_session_id=rec.owner_session_id,
-            command=rec.command,
-            backend=rec.backend,
-            sandbox_id=rec.sandbox_id,
-            cwd=rec.cwd,
-            pid=rec.pid,
-            started_at=rec.started_at,
-            ended_at=ended,
-            exit_code=code,
-            status="lost" if status == "running" else status,
-            output=output,
-            output_truncated=cut,
-            output_bytes=total,
-        )
+        draft = draft_receipt(rec, t.env, status, code, self.receipts.output_cap)
         try:
             return self.receipts.write(draft)
         except AlreadyExists:
             # Someone (another worker adopting it) wrote it first: theirs is the one receipt.
             return self.receipts.read(rec.process_id, rec.owner_session_id, verified=False)
 
-    def _discard_output(self, t: _Tracked) -> None:
+    def _discard_output(self, t: Tracked) -> None:
         if t.record.backend == "local":
             with contextlib.suppress(OSError):
                 os.unlink(t.record.output_path)
 
     # -- killing ---------------------------------------------------------------------------
 
-    def _signal_end(self, t: _Tracked, reason: ProcessState) -> bool:
+    def _signal_end(self, t: Tracked, reason: ProcessState) -> bool:
         """TERM the process group if it still is that process; mark why it ends."""
         spawned = t.record.spawned()
         if t.done.is_set() or not t.env.is_running(spawned):
@@ -307,7 +310,7 @@ class ProcessRegistry:
         if t is not None and self._signal_end(t, "timeout"):
             self._watcher.schedule(self.kill_grace, lambda: self._force(t))
 
-    def _force(self, t: _Tracked) -> None:
+    def _force(self, t: Tracked) -> None:
         if not t.done.is_set():
             t.env.signal(t.record.spawned(), signal.SIGKILL)
 
@@ -325,11 +328,37 @@ class ProcessRegistry:
         if not t.done.wait(self.kill_grace) and sent:
             self._force(t)
         t.done.wait(self.kill_grace + 5.0)
-        return self._info(t)
+        return live_info(t)
+
+    # -- input -----------------------------------------------------------------------------
+
+    def write(self, process_id: str, session_id: str, data: str) -> int:
+        """Send ``data`` (UTF-8) to the terminal of a running ``pty`` process; bytes sent.
+
+        Owner-only like every action. Raises :class:`InputUnsupported` for a
+        process started without ``pty``, one that ended, or one only a
+        receipt remains of.
+        """
+        t = self._owned(process_id, session_id)
+        if t is None:
+            self.receipts.read(process_id, session_id)  # NotFound / PermissionDenied first
+            raise InputUnsupported(f"process {process_id} has ended: it takes no input")
+        if not t.record.pty:
+            raise InputUnsupported(
+                f"process {process_id} was not started with pty: true, so it takes no input"
+            )
+        if t.done.is_set():
+            raise InputUnsupported(f"process {process_id} has ended: it takes no input")
+        from environments.pty_spawn import InputUnavailable, write_input
+
+        try:
+            return write_input(t.record.output_path, data.encode())
+        except InputUnavailable as exc:
+            raise InputUnsupported(f"process {process_id}: {exc}") from None
 
     # -- observing -------------------------------------------------------------------------
 
-    def _owned(self, process_id: str, session_id: str) -> _Tracked | None:
+    def _owned(self, process_id: str, session_id: str) -> Tracked | None:
         """The tracked process if ``session_id`` owns it; None when only a receipt remains."""
         validate_id(process_id, "process id")
         with self._lock:
@@ -344,8 +373,8 @@ class ProcessRegistry:
         """Current state of a process (or its receipt once it is only a receipt)."""
         t = self._owned(process_id, session_id)
         if t is not None:
-            return self._info(t)
-        return self._from_receipt(self.receipts.read(process_id, session_id))
+            return live_info(t)
+        return info_from_receipt(self.receipts.read(process_id, session_id))
 
     def wait(self, process_id: str, session_id: str, timeout: float | None = None) -> ProcessInfo:
         """Block until the process ended (its receipt is written) or ``timeout`` passed."""
@@ -353,30 +382,28 @@ class ProcessRegistry:
         if t is None:
             return self.poll(process_id, session_id)
         t.done.wait(timeout)
-        return self._info(t)
+        return live_info(t)
+
+    def _mine(self, session_id: str) -> builtins.list[Tracked]:
+        with self._lock:
+            return [
+                t
+                for t in [*self._live.values(), *self._finished.values()]
+                if t.record.owner_session_id == session_id
+            ]
 
     def linger(self, session_id: str, timeout: float) -> builtins.list[ProcessInfo]:
         """Wait (at most ``timeout`` s in all) for the session's processes; return them all."""
         deadline = time.monotonic() + timeout
-        with self._lock:
-            mine = [
-                t
-                for t in [*self._live.values(), *self._finished.values()]
-                if t.record.owner_session_id == session_id
-            ]
+        mine = self._mine(session_id)
         for t in mine:
             t.done.wait(max(0.0, deadline - time.monotonic()))
-        return [self._info(t) for t in mine]
+        return [live_info(t) for t in mine]
 
     def list(self, session_id: str) -> builtins.list[ProcessInfo]:
         """Processes this worker tracks (running and recently finished) owned by ``session_id``."""
-        with self._lock:
-            mine = [
-                t
-                for t in [*self._live.values(), *self._finished.values()]
-                if t.record.owner_session_id == session_id
-            ]
-        return [self._info(t) for t in sorted(mine, key=lambda t: t.record.started_at)]
+        mine = sorted(self._mine(session_id), key=lambda t: t.record.started_at)
+        return [live_info(t) for t in mine]
 
     def log(
         self, process_id: str, session_id: str, offset: int = 0, limit: int = 65536
@@ -396,127 +423,20 @@ class ProcessRegistry:
             except FileNotFoundError:
                 data = None
             if data is not None:
-                status = self._info(t, tail=False).status
-                return self._chunk(process_id, data, offset, limit, ended, status)
+                status = live_info(t, tail=False).status
+                return make_chunk(process_id, data, offset, limit, ended=ended, status=status,
+                                  redact_live=self.redact_live)  # fmt: skip
         receipt = self.receipts.read(process_id, session_id)
         body = receipt.output.encode()
-        data = body[offset : offset + limit]
-        return self._chunk(process_id, data, offset, limit, True, receipt.status, total=len(body))
+        return make_chunk(process_id, body[offset : offset + limit], offset, limit, ended=True,
+                          status=receipt.status, redact_live=self.redact_live,
+                          total=len(body))  # fmt: skip
 
-    def _chunk(
-        self,
-        process_id: str,
-        data: bytes,
-        offset: int,
-        limit: int,
-        ended: bool,
-        status: ProcessState,
-        total: int | None = None,
-    ) -> LogChunk:
-        full = len(data) == limit
-        keep = _utf8_cut(data) if (full or not ended) else len(data)
-        if self.redact_live and not ended and not full:
-            nl = data.rfind(b"\n", 0, keep)
-            keep = nl + 1 if nl >= 0 else keep
-        text = data[:keep].decode(errors="replace")
-        if self.redact_live:
-            text = redact(text)
-        nxt = offset + keep
-        eof = ended and (nxt >= total if total is not None else not full)
-        return LogChunk(
-            process_id=process_id, text=text, offset=offset, next_offset=nxt, eof=eof, status=status
-        )
-
-    def _info(self, t: _Tracked, *, tail: bool = True) -> ProcessInfo:
-        if t.done.is_set() and t.receipt is not None:
-            return self._from_receipt(t.receipt)
-        rec = t.record
-        size: int | None = None
-        text = ""
-        with contextlib.suppress(Exception):
-            size = self._output_size(t)
-            if tail and size:
-                raw = t.env.read_file(rec.output_path, max(0, size - _TAIL_BYTES), _TAIL_BYTES)
-                text = redact(raw.decode(errors="replace"))
-        return ProcessInfo(
-            process_id=rec.process_id,
-            pid=rec.pid,
-            status="lost" if t.done.is_set() else "running",
-            command=rec.command,
-            owner_session_id=rec.owner_session_id,
-            backend=rec.backend,
-            started_at=rec.started_at,
-            output_bytes=size,
-            output_tail=text,
-        )
-
-    @staticmethod
-    def _from_receipt(r: Receipt) -> ProcessInfo:
-        return ProcessInfo(
-            process_id=r.process_id,
-            pid=r.pid,
-            status=r.status,
-            exit_code=r.exit_code,
-            command=r.command,
-            owner_session_id=r.owner_session_id,
-            backend=r.backend,
-            started_at=r.started_at,
-            ended_at=r.ended_at,
-            output_bytes=r.output_bytes,
-            output_tail=r.output[-_TAIL_BYTES:],
-        )
-
-    # -- adoption --------------------------------------------------------------------------
+    # -- adoption and shutdown -------------------------------------------------------------
 
     def adopt_all(self) -> AdoptionReport:
-        """Take over the checkpoints of dead workers (see module docstring)."""
-        report = AdoptionReport()
-        with self.checkpoints.locked():
-            for rec in self.checkpoints.load_all():
-                with self._lock:
-                    if rec.process_id in self._live or rec.process_id in self._finished:
-                        continue
-                if self.receipts.exists(rec.process_id):
-                    # Receipt written but the checkpoint not yet removed when its writer died.
-                    with contextlib.suppress(Exception):
-                        self.checkpoints.take_over(rec)
-                        self.checkpoints.remove(rec.process_id)
-                    report.finalized.append(rec.process_id)
-                    continue
-                env = self.environment_lookup(rec)
-                if env is None:
-                    report.skipped[rec.process_id] = "its environment is not reachable"
-                    continue
-                if rec.boot_id is not None:
-                    decision = adoptable(rec, me=self.checkpoints.me)
-                    action, reason = decision.action, decision.reason
-                elif not rec.writer.is_gone():
-                    action, reason = "skip", "its writer is still running"
-                else:
-                    action, reason = (
-                        ("adopt", "running")
-                        if env.is_running(rec.spawned())
-                        else (
-                            "finalize",
-                            "ended",
-                        )
-                    )
-                if action == "skip":
-                    report.skipped[rec.process_id] = reason
-                    continue
-                rec = self.checkpoints.take_over(rec)
-                if action == "adopt":
-                    self._track(rec, env, rec.spawned())
-                    report.adopted.append(rec.process_id)
-                else:
-                    # Ended (or its pid is someone else's now): never signal, just record.
-                    t = _Tracked(rec, env)
-                    t.checkpointed.set()
-                    with self._lock:
-                        self._live[rec.process_id] = t
-                    self._finalize(t, None)
-                    report.finalized.append(rec.process_id)
-        return report
+        """Take over the checkpoints of dead workers (see :mod:`process_registry.adoption`)."""
+        return adopt_all(self)
 
     def close(self) -> None:
         """Stop watching; processes keep running and later workers can adopt them."""

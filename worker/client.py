@@ -24,6 +24,7 @@ from .app import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK, create_app
 from .connection import redis_client, resolve_broker_url
 from .liveness import CallLedger
 from .messages import ApprovalMessage, ApprovalResult, TerminalResult, ToolCallMessage
+from .process_client import AsyncProcessClientMixin, ProcessClientMixin
 from .reaper import declare_lost
 from .services import load_signer
 from .settings import Settings, get_settings
@@ -56,7 +57,7 @@ def _resolve_token(settings: Settings, session_id: str, token: str | None) -> st
     )
 
 
-class SandboxClient:
+class SandboxClient(ProcessClientMixin):
     """Synchronous client for one session.
 
     ``broker_url=None`` means ``SBX_BROKER_URL``, or the embedded broker
@@ -91,7 +92,13 @@ class SandboxClient:
     # -- raw calls ---------------------------------------------------------------
 
     def tool_call(
-        self, name: str, args: Any, *, wait: float | None = None, call_id: str | None = None
+        self,
+        name: str,
+        args: Any,
+        *,
+        wait: float | None = None,
+        call_id: str | None = None,
+        queue: str | None = None,
     ) -> str:
         """Run tool ``name`` with ``args`` (dict or JSON text); the tool-result JSON string.
 
@@ -102,6 +109,10 @@ class SandboxClient:
         if wait is None:
             wait = _call_budget(args, self.settings)
         call_id = call_id or uuid.uuid4().hex
+        if queue is None and name == "process" and isinstance(args, dict):
+            # A process lives on one worker: its actions go to that worker's own queue.
+            process_id = args.get("process_id")
+            queue = self.process_queue(process_id) if isinstance(process_id, str) else None
         message = ToolCallMessage(
             call_id=call_id,
             session_id=self.session_id,
@@ -115,7 +126,7 @@ class SandboxClient:
             TOOL_CALL_TASK,
             args=[message.model_dump(mode="json")],
             task_id=call_id,
-            queue=self.settings.queue,
+            queue=queue or self.settings.queue,
         )
         try:
             return self._await(result, call_id, wait)
@@ -252,7 +263,7 @@ def _call_budget(args: Any, settings: Settings) -> float:
     return float(timeout) + _ANSWER_SLACK_S
 
 
-class AsyncSandboxClient:
+class AsyncSandboxClient(AsyncProcessClientMixin):
     """``asyncio`` face of :class:`SandboxClient`; the same arguments and results."""
 
     def __init__(

@@ -20,14 +20,11 @@ import asyncio
 import contextlib
 import json
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from celery.exceptions import TimeoutError as CeleryTimeout
 from celery.result import AsyncResult
 
-from .app import TOOL_CALL_TASK
-from .messages import ToolCallMessage
 from .process_messages import (
     Continuation,
     ProcessError,
@@ -45,6 +42,7 @@ from .session_tasks import SESSION_OP_TASK
 if TYPE_CHECKING:
     from celery import Celery
 
+    from .client import SandboxClient
     from .liveness import CallLedger
     from .settings import Settings
 
@@ -83,9 +81,9 @@ class ProcessClientMixin:
         backend: str | None
         ledger: CallLedger
 
-        def tool_call(self, name: str, args: Any, *, wait: float | None = None) -> str: ...
-
-        def _await(self, result: AsyncResult, call_id: str, wait: float) -> str: ...
+    def _host(self) -> Any:
+        """``self`` as the SandboxClient it is mixed into (``tool_call``, ``_await``)."""
+        return self
 
     # -- routing ---------------------------------------------------------------------------
 
@@ -104,25 +102,7 @@ class ProcessClientMixin:
 
     def tool_call_on(self, name: str, args: Any, queue: str | None, *, wait: float) -> str:
         """Like ``tool_call`` but sent to ``queue`` (the shared queue when None)."""
-        if queue is None or queue == self.settings.queue:
-            return self.tool_call(name, args, wait=wait)
-        call_id = uuid.uuid4().hex
-        message = ToolCallMessage(
-            call_id=call_id,
-            session_id=self.session_id,
-            session_token=self.session_token,
-            tool=name,
-            args=args,
-            backend=self.backend,
-            deadline_s=wait,
-        )
-        result = self.app.send_task(
-            TOOL_CALL_TASK, args=[message.model_dump(mode="json")], task_id=call_id, queue=queue
-        )
-        try:
-            return self._await(result, call_id, wait)
-        finally:
-            _release(result)
+        return str(self._host().tool_call(name, args, wait=wait, queue=queue))
 
     def _process(self, args: dict[str, Any], *, wait: float = _SLACK_S) -> dict[str, Any]:
         process_id = args.get("process_id")
@@ -140,7 +120,9 @@ class ProcessClientMixin:
             args["workdir"] = workdir
         if pty:
             args["pty"] = True
-        return ProcessStarted.model_validate(_parse(self.tool_call("terminal", args, wait=60.0)))
+        return ProcessStarted.model_validate(
+            _parse(self._host().tool_call("terminal", args, wait=60.0))
+        )
 
     def poll(self, process_id: str) -> ProcessStatus:
         """Status and output tail of one of this session's processes."""
@@ -228,7 +210,7 @@ class AsyncProcessClientMixin:
     """``asyncio`` face of :class:`ProcessClientMixin` over ``self._sync`` (a SandboxClient)."""
 
     if TYPE_CHECKING:
-        _sync: ProcessClientMixin
+        _sync: SandboxClient
 
     async def start(
         self, command: str, *, workdir: str | None = None, pty: bool = False

@@ -13,11 +13,12 @@ Contracts:
   bad ids and unsupported actions come back as ``{"error": ..., "status":
   "denied" | "not_found" | "invalid" | "error"}``. Denials say nothing about
   the protected process (no command, no output).
-* Routing: each started (or adopted) process is recorded in the broker's
-  Redis as ``sbx:process:<id>`` -> ``{"queue", "session"}``, the queue being
-  this worker's own queue (:func:`worker_queue_name`), so clients send later
-  actions to the worker that holds the process. The key expires with the
-  receipts' retention.
+* Routing: each running (started or adopted) process is recorded in the
+  broker's Redis as ``sbx:process:<id>`` -> ``{"queue", "session"}``, the
+  queue being this worker's own queue (:func:`worker_queue_name`), so clients
+  send later actions to the worker that holds the process. The key is deleted
+  once the receipt is written (workers sharing ``SBX_HOME`` all answer from
+  receipts), so a dead worker's queue is never the target of a finished process.
 """
 
 from __future__ import annotations
@@ -96,7 +97,11 @@ class ProcessService:
         self.redis = redis_client
         self.worker_queue = worker_queue
         self.registry = ProcessRegistry(
-            settings.home, self._lookup, kill_grace=kill_grace, redact_live=True
+            settings.home,
+            self._lookup,
+            kill_grace=kill_grace,
+            redact_live=True,
+            on_finished=self._unroute,
         )
 
     # -- environments and routes -----------------------------------------------------------
@@ -126,6 +131,25 @@ class ProcessService:
             self.redis.set(route_key(process_id), value, ex=int(DEFAULT_MAX_AGE))
         except redis.RedisError:
             log.warning("could not record the route of %s", process_id, exc_info=True)
+
+    def _unroute(self, process_id: str, _owner: str) -> None:
+        """A finished process is only a receipt: any worker on this home can answer for it."""
+        if self.redis is None:
+            return
+        try:
+            self.redis.delete(route_key(process_id))
+        except redis.RedisError:
+            log.warning("could not drop the route of %s", process_id, exc_info=True)
+
+    def holds_running(self, session_id: str, backend: str) -> bool:
+        """True while a process of ``session_id`` runs in its ``backend`` sandbox.
+
+        The pool keeps such sandboxes open past their idle lifetime.
+        """
+        return any(
+            p.backend == backend and p.status == "running"
+            for p in self.registry.list(session_id)
+        )
 
     # -- terminal background: true ---------------------------------------------------------
 
@@ -237,9 +261,12 @@ class ProcessService:
     # -- lifecycle -------------------------------------------------------------------------
 
     def adopt_all(self) -> dict[str, Any]:
-        """Adopt dead workers' processes (at worker start); re-route them to this worker."""
+        """Adopt dead workers' processes (at worker start); route the adopted to this worker.
+
+        Finalized ones lose their route (see ``_unroute``): their receipt answers.
+        """
         report = self.registry.adopt_all()
-        for process_id in [*report.adopted, *report.finalized]:
+        for process_id in report.adopted:
             owner = self.registry.owner_of(process_id)
             if owner is not None:
                 self._route(process_id, owner)
@@ -280,6 +307,7 @@ def install_process_service(
         settings, services.pool, redis_client=services.ledger.client, worker_queue=worker_queue
     )
     services.extras["processes"] = service
+    services.pool.keep_alive = service.holds_running
     return service
 
 

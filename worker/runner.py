@@ -11,8 +11,15 @@ from celery.signals import worker_ready, worker_shutdown
 
 from .app import create_app
 from .connection import resolve_broker_url
+from .processes import (
+    adopt_processes,
+    close_process_service,
+    install_process_service,
+    worker_queue_name,
+)
 from .reaper import Reaper
 from .services import configure_services, services
+from .session_tasks import register_session_tasks
 from .settings import Settings
 from .tasks import register_tasks
 
@@ -23,6 +30,7 @@ def worker_app(settings: Settings, broker_url: str | None = None) -> Celery:
     """The worker's Celery app with sbx's tasks registered."""
     app = create_app(broker_url or resolve_broker_url(settings), settings)
     register_tasks(app)
+    register_session_tasks(app)
     return app
 
 
@@ -37,11 +45,14 @@ def run_worker(
     """Run a worker in this process until it is told to stop (SIGTERM: warm shutdown)."""
     url = broker_url or resolve_broker_url(settings)
     app = worker_app(settings, url)
-    configure_services(settings, url)
+    # Each worker also consumes its own queue: actions on its local processes go there.
+    own_queue = worker_queue_name(settings)
+    install_process_service(configure_services(settings, url), settings, own_queue)
     reaper: list[Reaper] = []
 
     def _ready(**_: Any) -> None:
         svc = services()
+        adopt_processes(svc)
         r = Reaper(
             app, svc.ledger, settings.lost_after, svc.pool, orphan_max_idle=settings.orphan_max_idle
         )
@@ -52,15 +63,18 @@ def run_worker(
     def _shutdown(**_: Any) -> None:
         for r in reaper:
             r.stop()
+        close_process_service(services())
         services().close()
 
+    # Celery logs each task's return value at INFO; results are tool output, kept out of logs.
+    logging.getLogger("celery.app.trace").setLevel(logging.WARNING)
     worker_ready.connect(_ready, weak=False)
     worker_shutdown.connect(_shutdown, weak=False)
     argv = [
         "worker",
         "--pool=threads",
         f"--concurrency={concurrency or settings.concurrency}",
-        f"--queues={','.join(queues or [settings.queue])}",
+        f"--queues={','.join([*(queues or [settings.queue]), own_queue])}",
         f"--hostname=sbx-{socket.gethostname()}-%i@%h",
         "--without-gossip",
         "--without-mingle",

@@ -95,3 +95,17 @@ async def test_async_client(sbx_home: Path, broker_url: str | None, start_worker
         raw = await c.tool_call("terminal", {"command": "echo raw"})
     assert r.output == "async\n"
     assert json.loads(raw)["output"] == "raw\n"
+
+
+def test_secrets_never_reach_a_file_under_sbx_home(client: SandboxClient, sbx_home: Path) -> None:
+    secret = "ghp_" + "Zq8Wx7Ec6Rv5Tb4Yn3Um2Ik1Ol0Pa9Sd8Fg7Hj6"
+    r = call(client, "terminal", {"command": f"echo token={secret}; export GH_TOKEN={secret}"})
+    assert secret not in r["output"]
+    assert "[REDACTED]" in r["output"]
+    call(client, "terminal", {"command": 'echo "$GH_TOKEN" | wc -c'})
+    leaks = [
+        str(p)
+        for p in sbx_home.rglob("*")
+        if p.is_file() and not p.is_socket() and secret.encode() in p.read_bytes()
+    ]
+    assert leaks == []

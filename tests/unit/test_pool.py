@@ -102,10 +102,10 @@ def test_calls_of_one_session_are_serialised_and_sessions_run_in_parallel() -> N
             env.exec("second")
 
     t1 = _thread(first)
-    wait_until(lambda: bool(made) and made[0].entered.is_set(), 10, "first call running")
+    wait_until(lambda: bool(made) and made[0].entered.is_set(), 60, "first call running")
     t2 = _thread(second)
     # The second caller has registered and now waits on the session's lock.
-    wait_until(lambda: _busy(pool, ("s1", "fake")) == 2, 10, "second call queued")
+    wait_until(lambda: _busy(pool, ("s1", "fake")) == 2, 60, "second call queued")
     assert not second_entered.is_set()
     # Another session is not held up by s1.
     with pool.session("s2", "fake") as other:
@@ -136,7 +136,7 @@ def test_concurrent_creation_makes_one_sandbox() -> None:
             got.append(env)
 
     threads = [_thread(use) for _ in range(4)]
-    wait_until(lambda: _busy(pool, ("s", "fake")) == 4, 10, "all callers waiting")
+    wait_until(lambda: _busy(pool, ("s", "fake")) == 4, 60, "all callers waiting")
     release.set()
     for t in threads:
         t.join(10)

@@ -8,6 +8,7 @@ import sys
 
 from .commands import add_core_commands
 from .output import EXIT_FAILURE, EXIT_USAGE, CliError
+from .process_commands import add_process_commands
 
 
 class _Parser(argparse.ArgumentParser):
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sbx", description="Remote sandbox orchestration worker.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     add_core_commands(sub)
+    add_process_commands(sub)
     from .demo import add_demo_command
 
     add_demo_command(sub)

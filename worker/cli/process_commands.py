@@ -22,13 +22,9 @@ _STATUS_EXIT = {"denied": EXIT_DENIED, "not_found": EXIT_NOT_FOUND, "invalid": E
 
 def _client(settings: Settings, backend: str | None = None, session: str | None = None) -> Any:
     from ..client import ClientError, SandboxClient
-    from ..process_client import ProcessClientMixin
-
-    class _Client(ProcessClientMixin, SandboxClient):
-        pass
 
     try:
-        return _Client(
+        return SandboxClient(
             session_id=session or cli_session_id(settings), backend=backend, settings=settings
         )
     except ClientError as exc:

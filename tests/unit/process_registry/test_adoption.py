@@ -156,7 +156,7 @@ def test_process_that_ended_while_down_gets_true_status(
     registry: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "echo bye; exit 7", dead_writer())
-    wait_until(lambda: Path(rec.status_path).exists(), 10, "status file")
+    wait_until(lambda: Path(rec.status_path).exists(), 60, "status file")
     assert registry.adopt_all().finalized == [rec.process_id]
     receipt = registry.receipts.read(rec.process_id, OWNER)
     assert (receipt.status, receipt.exit_code, receipt.output) == ("exited", 7, "bye\n")
@@ -166,7 +166,10 @@ def test_unknown_status_is_lost_never_invented(
     registry: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "exit 9", dead_writer())
-    wait_until(lambda: Path(rec.status_path).exists(), 10, "status file")
+    # The scenario is "ended while no worker ran": the status file appears just before
+    # the wrapper exits, so wait for the exit itself (the race that made this test flaky:
+    # adopting the still-running wrapper finalized it later, after the receipt was read).
+    wait_until(lambda: not env.is_running(rec.spawned()), 60, "the process to end")
     os.unlink(rec.status_path)
     registry.adopt_all()
     receipt = registry.receipts.read(rec.process_id, OWNER)

@@ -54,7 +54,7 @@ def test_running_process_has_checkpoint_and_poll_says_running(
     rec = registry.start(env, "echo started; exec sleep 30", owner_session_id=OWNER)
     assert (home / "checkpoints" / f"{rec.process_id}.json").exists()
     assert registry.poll(rec.process_id, OWNER).status == "running"
-    wait_until(lambda: "started" in registry.log(rec.process_id, OWNER).text, 10, "output")
+    wait_until(lambda: "started" in registry.log(rec.process_id, OWNER).text, 60, "output")
     info = registry.kill(rec.process_id, OWNER)
     assert info.status == "killed"
     assert not env.is_running(rec.spawned())
@@ -97,7 +97,7 @@ def test_kill_escalates_to_sigkill(registry: ProcessRegistry, env: LocalEnvironm
     rec = registry.start(
         env, "trap '' TERM; echo ready; while :; do sleep 1; done", owner_session_id=OWNER
     )
-    wait_until(lambda: "ready" in registry.log(rec.process_id, OWNER).text, 10, "trap set")
+    wait_until(lambda: "ready" in registry.log(rec.process_id, OWNER).text, 60, "trap set")
     info = registry.kill(rec.process_id, OWNER)
     assert info.status == "killed"
     assert not env.is_running(rec.spawned())
@@ -189,7 +189,7 @@ def test_no_secret_in_any_file_under_home(
     running = registry.start(env, f"{cmd}; exec sleep 30", owner_session_id=OWNER)
     done = registry.start(env, f"echo 'export TOKEN={GITHUB}'; {cmd}", owner_session_id=OWNER)
     registry.wait(done.process_id, OWNER, timeout=30)
-    wait_until(lambda: "key=" in registry.log(running.process_id, OWNER).text, 10, "output")
+    wait_until(lambda: "key=" in registry.log(running.process_id, OWNER).text, 60, "output")
     chunk = registry.log(running.process_id, OWNER)
     assert not any(s in chunk.text for s in SECRETS)
 

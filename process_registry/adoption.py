@@ -1,0 +1,84 @@
+"""Adoption at worker start: take over the checkpoints of dead workers, PID-safely.
+
+For each checkpoint (under the store's exclusive adoption lock, so two
+restarting workers never both take one):
+
+* a receipt exists already: its writer died between receipt and checkpoint
+  removal; just remove the checkpoint;
+* the writer still runs, or the environment is unreachable: skip it;
+* the status file holds an exit code: the command ended (its wrapper is
+  exiting); finalize with that true code, never signal;
+* pid + start time + boot id match (local) or ``is_running`` (other
+  backends): adopt and watch it;
+* anything else (ended, recycled pid, another boot): finalize without
+  signalling; with no status file the receipt says ``lost``, never an
+  invented exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Literal
+
+from .checkpoints import adoptable
+from .models import ProcessRecord
+from .tracking import AdoptionReport, Tracked, status_file_code
+
+if TYPE_CHECKING:
+    from environments.base import Environment
+
+    from .registry import ProcessRegistry
+
+Action = Literal["adopt", "finalize", "skip"]
+
+
+def _decide(reg: ProcessRegistry, rec: ProcessRecord, env: Environment) -> tuple[Action, str]:
+    if rec.boot_id is not None:
+        decision = adoptable(rec, me=reg.checkpoints.me)
+        if decision.action == "adopt" and status_file_code(env, rec.status_path) is not None:
+            return "finalize", "its command has ended (status file written)"
+        return decision.action, decision.reason
+    if not rec.writer.is_gone():
+        return "skip", "its writer is still running"
+    if status_file_code(env, rec.status_path) is not None:
+        return "finalize", "its command has ended (status file written)"
+    if env.is_running(rec.spawned()):
+        return "adopt", "running"
+    return "finalize", "ended"
+
+
+def adopt_all(reg: ProcessRegistry) -> AdoptionReport:
+    """Apply the rules of the module docstring to every checkpoint of ``reg``'s home."""
+    report = AdoptionReport()
+    with reg.checkpoints.locked():
+        for rec in reg.checkpoints.load_all():
+            if reg.tracks(rec.process_id):
+                continue
+            if reg.receipts.exists(rec.process_id):
+                if reg.on_finished is not None:
+                    with contextlib.suppress(Exception):
+                        reg.on_finished(rec.process_id, rec.owner_session_id)
+                with contextlib.suppress(Exception):
+                    reg.checkpoints.take_over(rec)
+                    reg.checkpoints.remove(rec.process_id)
+                report.finalized.append(rec.process_id)
+                continue
+            env = reg.environment_lookup(rec)
+            if env is None:
+                report.skipped[rec.process_id] = "its environment is not reachable"
+                continue
+            action, reason = _decide(reg, rec, env)
+            if action == "skip":
+                report.skipped[rec.process_id] = reason
+                continue
+            rec = reg.checkpoints.take_over(rec)
+            if action == "adopt":
+                reg.track(rec, env, rec.spawned())
+                report.adopted.append(rec.process_id)
+            else:
+                # Ended (or its pid is someone else's now): never signal, just record.
+                t = Tracked(rec, env)
+                t.checkpointed.set()
+                reg.finalize_untracked(t)
+                report.finalized.append(rec.process_id)
+    return report
