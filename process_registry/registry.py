@@ -51,7 +51,7 @@ from .models import (
     Receipt,
     redact,
 )
-from .receipts import ReceiptStore
+from .receipts import DEFAULT_MAX_AGE, DEFAULT_MAX_COUNT, ReceiptStore
 from .sessions import validate_session_id
 from .tracking import (
     AdoptionReport,
@@ -94,15 +94,23 @@ class ProcessRegistry:
         spool_dir: Path | None = None,
         poll_interval: float = 0.05,
         on_finished: Callable[[str, str], None] | None = None,
+        receipt_max_age: float = DEFAULT_MAX_AGE,
+        receipt_max_count: int = DEFAULT_MAX_COUNT,
     ) -> None:
         """``on_finished(process_id, owner)`` runs once per process after its receipt is
-        written and its waiters released, before its checkpoint is removed (errors logged)."""
+        written and its waiters released, before its checkpoint is removed (errors logged).
+        ``receipt_max_age`` (seconds) and ``receipt_max_count`` bound retention."""
         self.home = Path(home)
         self.on_finished = on_finished
         ensure_private_dir(self.home)
         self.environment_lookup = environment_lookup
         self.continuations = ContinuationStore(self.home)
-        self.receipts = receipts or ReceiptStore(self.home, continuations=self.continuations)
+        self.receipts = receipts or ReceiptStore(
+            self.home,
+            continuations=self.continuations,
+            max_age=receipt_max_age,
+            max_count=receipt_max_count,
+        )
         self.checkpoints = CheckpointStore(self.home)
         self.kill_grace = kill_grace
         self.redact_live = redact_live

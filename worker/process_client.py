@@ -158,6 +158,21 @@ class ProcessClientMixin:
         value = self._process({"action": "list"})
         return [ProcessStatus.model_validate(p) for p in value.get("processes", [])]
 
+    def linger(self, timeout: float) -> list[ProcessStatus]:
+        """Wait, at most ``timeout`` seconds in all, for this session's running processes.
+
+        For one-shot callers that started background processes and must not exit
+        before those finish. Returns every process's last status (``running`` for
+        those still going at the deadline).
+        """
+        deadline = time.monotonic() + max(0.0, timeout)
+        final = []
+        for p in self.processes():
+            if p.status == "running":
+                p = self.wait(p.process_id, timeout=max(0.0, deadline - time.monotonic()))
+            final.append(p)
+        return final
+
     # -- receipts and sessions -------------------------------------------------------------
 
     def session_op(

@@ -102,6 +102,8 @@ class ProcessService:
             kill_grace=kill_grace,
             redact_live=True,
             on_finished=self._unroute,
+            receipt_max_age=settings.receipt_max_age_days * 86400.0,
+            receipt_max_count=settings.receipt_max_count,
         )
 
     # -- environments and routes -----------------------------------------------------------

@@ -67,6 +67,10 @@ class Settings(BaseSettings):
     """How long a call id stays claimed: a redelivery within this window never runs again."""
     sandbox_idle_ttl: float = Field(default=3600.0, gt=0)
     """A session's sandbox idle this long is closed (unless it holds running processes)."""
+    receipt_max_age_days: float = Field(default=7.0, gt=0)
+    """Receipts older than this (by completion time) are pruned."""
+    receipt_max_count: int = Field(default=1000, ge=1)
+    """At most this many receipts are kept; the oldest completions go first."""
     orphan_max_idle: float = Field(default=6 * 3600.0, gt=0)
     """Sandboxes of dead workers (containers, ...) idle this long are removed."""
     approval_mode: Literal["manual", "smart", "off"] | None = None

@@ -219,3 +219,46 @@ def leaks(home: Path) -> list[str]:
             data = path.read_bytes()
             found += [f"{path}:{s[:6]}" for s in SECRETS if s.encode() in data]
     return found
+
+
+def test_linger_waits_for_the_sessions_processes(sbx_home: Path, launch: Any) -> None:
+    launch()
+    with client(sbx_home, "oneshot") as c:
+        ids = [c.start(f"echo p{i}; exit {i}").process_id for i in range(3)]
+        final = {p.process_id: p for p in c.linger(timeout=120)}
+    assert {pid: (final[pid].status, final[pid].exit_code) for pid in ids} == {
+        ids[0]: ("exited", 0),
+        ids[1]: ("exited", 1),
+        ids[2]: ("exited", 2),
+    }
+    env = {"SBX_SESSION_ID": "oneshot", "SBX_SESSION_TOKEN": token(sbx_home, "oneshot")}
+    p = sbx(sbx_home, "wait", "--all", "--timeout", "30", "--json", **env)
+    assert sorted(x["exit_code"] for x in json.loads(p.stdout)) == [0, 1, 2]
+
+
+def test_kill_racing_exit_leaves_exactly_one_receipt(sbx_home: Path, launch: Any) -> None:
+    launch()
+    with client(sbx_home, "racer") as c:
+        started = [c.start("exit 5").process_id for _ in range(8)]
+        for process_id in started:
+            c.kill(process_id)  # the process may have exited already: either way one receipt
+        for process_id in started:
+            r = c.receipt(process_id)
+            assert (r.status, r.exit_code) in {("exited", 5), ("killed", r.exit_code)}
+        assert sorted(r.process_id for r in c.receipts()) == sorted(started)
+        assert c.verify_receipts() == []
+
+
+def test_retention_by_count_through_the_cli(sbx_home: Path, start_worker: Any) -> None:
+    start_worker(None, SBX_RECEIPT_MAX_COUNT="3")
+    env = {"SBX_SESSION_ID": "keep3", "SBX_SESSION_TOKEN": token(sbx_home, "keep3")}
+    with client(sbx_home, "keep3") as c:
+        ids = [c.start(f"exit {i}").process_id for i in range(5)]
+        for process_id in ids:
+            c.wait(process_id, timeout=60)
+    p = sbx(sbx_home, "receipts", "prune", "--json", **env)
+    assert p.returncode == 0, p.stderr
+    p = sbx(sbx_home, "receipts", "list", "--json", **env)
+    kept = [r["process_id"] for r in json.loads(p.stdout)]
+    assert len(kept) == 3
+    assert set(kept) <= set(ids)

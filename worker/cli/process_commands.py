@@ -106,6 +106,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
+    if args.all:
+        with _client(get_settings()) as client:
+            items = _run(lambda: client.linger(args.timeout or get_settings().max_timeout))
+        human = "\n".join(_status_line(p) for p in items)
+        emit([p.model_dump() for p in items], as_json=args.json, human=human)
+        return EXIT_OK
+    if not args.id:
+        fail("sbx wait needs a process id (or --all)", EXIT_USAGE)
     with _client(get_settings()) as client:
         p = _run(lambda: client.wait(args.id, timeout=args.timeout))
     emit(p.model_dump(), as_json=args.json, human=_status_line(p))
@@ -204,8 +212,9 @@ def add_process_commands(sub: Any) -> None:
     _add_json(p)
     p.set_defaults(func=cmd_logs)
 
-    p = sub.add_parser("wait", help="wait for a background process to end")
-    p.add_argument("id")
+    p = sub.add_parser("wait", help="wait for a background process (or --all of them) to end")
+    p.add_argument("id", nargs="?")
+    p.add_argument("--all", action="store_true", help="linger for all of this session's processes")
     p.add_argument("--timeout", type=float, help="seconds to wait at most")
     _add_json(p)
     p.set_defaults(func=cmd_wait)
