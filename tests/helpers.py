@@ -113,3 +113,21 @@ class WorkerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def files_containing(root: Path, needles: tuple[str, ...] | list[str]) -> list[str]:
+    """``path:needle-prefix`` for every regular file under ``root`` holding any needle.
+
+    Files may come and go while a worker runs (checkpoints, temp files); a file
+    that vanished between listing and reading holds nothing any more.
+    """
+    found = []
+    for path in root.rglob("*"):
+        try:
+            if path.is_socket() or not path.is_file():
+                continue
+            data = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        found += [f"{path}:{n[:6]}" for n in needles if n.encode() in data]
+    return found

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import settings_for, worker_env
-from tests.helpers import REPO, wait_until
+from tests.helpers import REPO, files_containing, wait_until
 from worker.client import SandboxClient
 from worker.process_messages import ProcessError
 
@@ -210,15 +210,7 @@ def test_secrets_absent_under_home(sbx_home: Path, launch: Any) -> None:
 
 
 def leaks(home: Path) -> list[str]:
-    found = []
-    for root, _, names in os.walk(home):
-        for name in names:
-            path = Path(root) / name
-            if path.is_socket() or not path.is_file():
-                continue
-            data = path.read_bytes()
-            found += [f"{path}:{s[:6]}" for s in SECRETS if s.encode() in data]
-    return found
+    return files_containing(home, SECRETS)
 
 
 def test_linger_waits_for_the_sessions_processes(sbx_home: Path, launch: Any) -> None:

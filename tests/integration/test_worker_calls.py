@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import settings_for
+from tests.helpers import files_containing
 from worker.client import AsyncSandboxClient, SandboxClient
 
 
@@ -103,9 +104,5 @@ def test_secrets_never_reach_a_file_under_sbx_home(client: SandboxClient, sbx_ho
     assert secret not in r["output"]
     assert "[REDACTED]" in r["output"]
     call(client, "terminal", {"command": 'echo "$GH_TOKEN" | wc -c'})
-    leaks = [
-        str(p)
-        for p in sbx_home.rglob("*")
-        if p.is_file() and not p.is_socket() and secret.encode() in p.read_bytes()
-    ]
+    leaks = files_containing(sbx_home, [secret])
     assert leaks == []

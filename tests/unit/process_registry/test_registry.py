@@ -12,7 +12,7 @@ import pytest
 from environments.local import LocalEnvironment
 from process_registry.models import NotFound, PermissionDenied
 from process_registry.registry import ProcessRegistry
-from tests.helpers import wait_until
+from tests.helpers import files_containing, wait_until
 
 from .conftest import GITHUB, OPENAI, PASSWORD, SECRETS
 
@@ -194,12 +194,7 @@ def test_no_secret_in_any_file_under_home(
     assert not any(s in chunk.text for s in SECRETS)
 
     def leaks() -> list[str]:
-        found = []
-        for root, _, names in os.walk(home):
-            for name in names:
-                data = (Path(root) / name).read_bytes()
-                found += [f"{name}:{s[:6]}" for s in SECRETS if s.encode() in data]
-        return found
+        return files_containing(home, SECRETS)
 
     assert leaks() == []  # while one still runs (its checkpoint holds the command)
     registry.kill(running.process_id, OWNER)
