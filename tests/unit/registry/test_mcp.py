@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,7 +25,12 @@ from registry.mcp import (
     wire_name,
 )
 
-pytest.importorskip("mcp")
+try:
+    import mcp  # noqa: F401
+except ImportError:  # the real MCP SDK is part of the suite: never silently skipped in CI
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("the mcp SDK is not installed (pip install 'sbx[mcp]')", allow_module_level=True)
 
 SERVER = '''
 from mcp.server.mcpserver import MCPServer
