@@ -122,8 +122,14 @@ class Environment(abc.ABC):
         """True while ``process`` runs; False once it ended or its pid was reused."""
 
     @abc.abstractmethod
-    def signal(self, process: SpawnedProcess, signum: int) -> None:
-        """Deliver ``signum`` to the process group of ``process`` if it is still that process."""
+    def signal(self, process: SpawnedProcess, signum: int) -> bool:
+        """Deliver ``signum`` to the process group of ``process``; True if any member got it.
+
+        Members that outlived the group leader (a command ignoring TERM under a
+        shell that did not) are still signalled. Never signals a reused pid: if
+        the pid now belongs to another process, nothing is sent. ``signum`` 0
+        probes whether anything of the group is left.
+        """
 
     @abc.abstractmethod
     def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:

@@ -226,10 +226,24 @@ class LocalEnvironment(Environment):
             return bool(psutil.Process(process.pid).status() != psutil.STATUS_ZOMBIE)
         return False
 
-    def signal(self, process: SpawnedProcess, signum: int) -> None:
-        if self.is_running(process):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pgid, signum)
+    def signal(self, process: SpawnedProcess, signum: int) -> bool:
+        leader_start = process_start_time(process.pgid)
+        if (
+            leader_start is not None
+            and process.start_time is not None
+            and leader_start != process.start_time
+            and _running(process.pgid)
+        ):
+            return False  # the pid is another process now: never signal it
+        # With the leader gone, the group id can only still be held by our members.
+        members = [p for p in psutil.process_iter() if _pgid(p.pid) == process.pgid]
+        if not any(_running(p.pid) for p in members):
+            return False
+        try:
+            os.killpg(process.pgid, signum)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
 
     def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         with open(path, "rb") as f:

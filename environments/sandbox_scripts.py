@@ -9,7 +9,6 @@ exec/channel. They use only builtins plus ``cat``/``tail``/``head``/``mv``/
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 
 from .base import SpawnedProcess
@@ -83,18 +82,19 @@ echo "sbx-stat $s"
 """Args: ``PID``. Prints the pid's ``/proc`` stat line, or ``sbx-gone``."""
 
 SIGNAL = r"""
-{ read -r s < /proc/$1/stat; } 2>/dev/null || { echo sbx-gone; exit 0; }
-r=${s##*) }
-set -- "$@" $r
-# $5 = state (field 3), $24 = start time (field 22).
-[ "$5" = Z ] && { echo sbx-gone; exit 0; }
-eval "t=\${24}"
-[ -n "$3" ] && [ "$t" != "$3" ] && { echo sbx-reused; exit 0; }
-kill -"$4" -"$2" 2>/dev/null || kill -"$4" "$1" 2>/dev/null
-echo sbx-signalled
+if { read -r s < /proc/$1/stat; } 2>/dev/null; then
+  r=${s##*) }
+  set -- "$@" $r
+  # $5 = state (field 3), $24 = start time (field 22).
+  eval "t=\${24}"
+  if [ "$5" != Z ] && [ -n "$3" ] && [ "$t" != "$3" ]; then echo sbx-reused; exit 0; fi
+fi
+kill -"$4" -"$2" 2>/dev/null && { echo sbx-signalled; exit 0; }
+echo sbx-gone
 """
-"""Args: ``PID PGID START_TIME SIGNUM`` (START_TIME may be empty). Signals PGID (or PID) only
-when PID still has that start time and is not a zombie."""
+"""Args: ``PID PGID START_TIME SIGNUM`` (START_TIME may be empty). Signals the group PGID
+unless PID is alive with another start time (reused); with the leader gone, the group
+id can only still be held by the process's own members."""
 
 READ_FILE = r"""
 [ -e "$1" ] || exit 44
@@ -244,10 +244,15 @@ class HelperOps:
             return False
         return process.start_time is None or stat[2] == process.start_time
 
-    def signal(self, process: SpawnedProcess, signum: int) -> None:
+    def signal(self, process: SpawnedProcess, signum: int) -> bool:
         start = "" if process.start_time is None else str(process.start_time)
-        with contextlib.suppress(SandboxDead):
-            self._helper(SIGNAL, [str(process.pid), str(process.pgid), start, str(signum)])
+        try:
+            _, out = self._helper(
+                SIGNAL, [str(process.pid), str(process.pgid), start, str(signum)]
+            )
+        except SandboxDead:
+            return False
+        return out.strip() == b"sbx-signalled"
 
     def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         args = [path, str(offset), "" if limit is None else str(limit)]

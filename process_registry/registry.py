@@ -318,9 +318,19 @@ class ProcessRegistry:
         if t is not None and self._signal_end(t, "timeout"):
             self._watcher.schedule(self.kill_grace, lambda: self._force(t))
 
+    @staticmethod
+    def _await_group_end(spawned: SpawnedProcess, env: Environment, seconds: float) -> bool:
+        """Poll (bounded) until no member of the group runs; False if some still do."""
+        deadline = time.monotonic() + seconds
+        while env.signal(spawned, 0):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
     def _force(self, t: Tracked) -> None:
-        if not t.done.is_set():
-            t.env.signal(t.record.spawned(), signal.SIGKILL)
+        """KILL whatever of the process group is left, leader or not."""
+        t.env.signal(t.record.spawned(), signal.SIGKILL)
 
     def kill(self, process_id: str, session_id: str) -> ProcessInfo:
         """TERM the process group, KILL it after ``kill_grace``; returns once it ended.
@@ -331,10 +341,15 @@ class ProcessRegistry:
         t = self._owned(process_id, session_id)
         if t is None:
             return self.poll(process_id, session_id)
-        sent = self._signal_end(t, "killed")
-        # Also when it had just ended on its own: return only once its receipt exists.
-        if not t.done.wait(self.kill_grace) and sent:
+        if self._signal_end(t, "killed"):
+            # Give the whole group the grace period (members may outlive the leader:
+            # a command that ignores TERM under a shell that does not), then KILL it.
+            spawned = t.record.spawned()
+            self._await_group_end(spawned, t.env, self.kill_grace)
             self._force(t)
+            # KILL is delivered asynchronously: return once nothing of the group runs.
+            self._await_group_end(spawned, t.env, 5.0)
+        # Also when it had just ended on its own: return only once its receipt exists.
         t.done.wait(self.kill_grace + 5.0)
         return live_info(t)
 

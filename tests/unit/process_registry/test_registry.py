@@ -7,6 +7,7 @@ import os
 import threading
 from pathlib import Path
 
+import psutil
 import pytest
 
 from environments.local import LocalEnvironment
@@ -58,6 +59,21 @@ def test_running_process_has_checkpoint_and_poll_says_running(
     info = registry.kill(rec.process_id, OWNER)
     assert info.status == "killed"
     assert not env.is_running(rec.spawned())
+    # Nothing of its group is left: not the shell, not the sleep it was waiting on.
+    assert not env.signal(rec.spawned(), 0)
+    survivors = [
+        p.pid
+        for p in psutil.process_iter()
+        if _pgid(p.pid) == rec.pgid and p.status() != psutil.STATUS_ZOMBIE
+    ]
+    assert survivors == []
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
 
 
 def test_log_by_offset_decodes_split_utf8(registry: ProcessRegistry, env: LocalEnvironment) -> None:
@@ -101,6 +117,21 @@ def test_kill_escalates_to_sigkill(registry: ProcessRegistry, env: LocalEnvironm
     info = registry.kill(rec.process_id, OWNER)
     assert info.status == "killed"
     assert not env.is_running(rec.spawned())
+    # Nothing of its group is left: not the shell, not the sleep it was waiting on.
+    assert not env.signal(rec.spawned(), 0)
+    survivors = [
+        p.pid
+        for p in psutil.process_iter()
+        if _pgid(p.pid) == rec.pgid and p.status() != psutil.STATUS_ZOMBIE
+    ]
+    assert survivors == []
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
 
 
 def test_exactly_one_receipt_when_kill_races_exit(
