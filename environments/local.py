@@ -196,8 +196,12 @@ class LocalEnvironment(Environment):
         if not Path(cwd).is_dir():
             raise WorkdirNotFound(f"workdir does not exist: {cwd} (nothing was run)")
         run_env = {**session_env, **(env or {})}
-        # The wrapper outlives the worker and records the status where a later worker finds it.
-        wrapper = 'sh -c "$1" </dev/null; rc=$?; printf %s "$rc" > "$2.tmp" && mv -f "$2.tmp" "$2"'
+        # The wrapper outlives the worker and records the status where a later worker
+        # finds it. The command runs in a subshell (a fork, no exec) with empty
+        # positional parameters. The status is one write of a few bytes, so a reader
+        # sees it whole or an empty file (which it treats as "not yet"), never torn:
+        # no rename, no extra process.
+        wrapper = '(set -- "$1"; eval "shift; $1") </dev/null; printf %s "$?" > "$2"'
         with open(output_path, "ab", buffering=0) as out:
             os.chmod(output_path, 0o600)
             proc = subprocess.Popen(
