@@ -26,8 +26,11 @@ KIND_PGID = "P"  # process group of the command just started
 KIND_ENV = "S"  # ``export -p`` dump at the end of a command
 KIND_CWD = "C"  # working directory at the end of a command
 KIND_NO_WORKDIR = "W"  # the call's workdir does not exist; nothing ran
-KIND_END = "E"  # command finished; payload is its exit status
-KINDS = frozenset(KIND_READY + KIND_PGID + KIND_ENV + KIND_CWD + KIND_NO_WORKDIR + KIND_END)
+KIND_EXIT = "X"  # the command's subshell is exiting; payload is its exit status
+KIND_END = "E"  # the parent shell saw the command end; payload is the wait status
+KINDS = frozenset(
+    KIND_READY + KIND_PGID + KIND_ENV + KIND_CWD + KIND_NO_WORKDIR + KIND_EXIT + KIND_END
+)
 
 # A marker payload larger than this is not a marker the shell wrote.
 MAX_PAYLOAD = 8 * 1024 * 1024

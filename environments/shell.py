@@ -25,6 +25,7 @@ from .framing import (
     KIND_CWD,
     KIND_END,
     KIND_ENV,
+    KIND_EXIT,
     KIND_NO_WORKDIR,
     KIND_PGID,
     KIND_READY,
@@ -125,6 +126,8 @@ class ShellSession:
         self.restarts = 0
         self._last_dump = b""
         self._last_dump_env: dict[str, str] = {}
+        # The parent shell's E of the last command is still to come (its X answered).
+        self._end_pending = False
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -147,6 +150,7 @@ class ShellSession:
             channel.close()
             raise
         self._channel, self._scanner = channel, scanner
+        self._end_pending = False
         self._shell_env, self._shell_cwd = env, cwd
         if not self._started_once:
             self.env, self.cwd = dict(env), cwd
@@ -204,28 +208,45 @@ class ShellSession:
         for name, value in overrides.items():
             if not _ENV_NAME.match(name) or "\x00" in value:
                 raise InvalidCommand(f"invalid environment variable name or value: {name!r}")
-        restarted = False
-        if self._channel is None:
-            self.start()
-            restarted = self._started_once and self.restarts > 0
-        channel, scanner = self._channel, self._scanner
-        assert channel is not None and scanner is not None
         script = command
         if overrides:
             exports = " ".join(f"{k}={shell_quote(v)}" for k, v in overrides.items())
             script = f"export {exports}\n{command}"
-        try:
-            channel.write(
-                restore_lines(self._shell_env, self.env, self._shell_cwd, self.cwd)
-                + run_line(script, workdir)
-            )
-        except OSError as exc:
-            self.close()
-            raise SandboxDead(f"session shell is gone: {exc}") from exc
-        self._shell_env, self._shell_cwd = dict(self.env), self.cwd
-        return self._collect(
-            channel, scanner, workdir, overrides, timeout, output_limit, restarted, cancel
-        )
+        restarts_before = self.restarts
+        for attempt in (1, 2):
+            channel, scanner = self._send(script, workdir)
+            try:
+                return self._collect(
+                    channel, scanner, workdir, overrides, timeout, output_limit,
+                    self.restarts > restarts_before, cancel,
+                )  # fmt: skip
+            except _ShellWasGone:
+                # The shell died before it read our command: nothing ran, so retry once.
+                if attempt == 2:
+                    raise SandboxDead("the session shell died before it ran the command") from None
+        raise AssertionError("unreachable")
+
+    def _send(self, script: str, workdir: str | None) -> tuple[Channel, MarkerScanner]:
+        """Hand the command to a live shell. A shell found dead (say, killed by the last
+        command) is replaced once: the failed write means nothing ran."""
+        for attempt in (1, 2):
+            if self._channel is None:
+                self.start()
+            channel, scanner = self._channel, self._scanner
+            assert channel is not None and scanner is not None
+            try:
+                channel.write(
+                    restore_lines(self._shell_env, self.env, self._shell_cwd, self.cwd)
+                    + run_line(script, workdir)
+                )
+            except OSError as exc:
+                self.close()
+                if attempt == 2:
+                    raise SandboxDead(f"session shell is gone: {exc}") from exc
+                continue
+            self._shell_env, self._shell_cwd = dict(self.env), self.cwd
+            return channel, scanner
+        raise AssertionError("unreachable")
 
     def _collect(
         self,
@@ -274,6 +295,8 @@ class ShellSession:
                 continue
             if chunk == b"":
                 self.close()
+                if pgid is None and capture.total_bytes == 0 and exit_code is None:
+                    raise _ShellWasGone()
                 break
             for event in scanner.feed(chunk):
                 if isinstance(event, Output):
@@ -286,11 +309,17 @@ class ShellSession:
                     new_cwd = event.payload.decode("utf-8", "surrogateescape")
                 elif event.kind == KIND_NO_WORKDIR:
                     no_workdir = True
+                elif event.kind == KIND_EXIT:
+                    # The subshell's own report: answer now; the parent's E follows.
+                    exit_code = _status(event.payload)
+                    self._end_pending = True
                 elif event.kind == KIND_END:
-                    exit_code = _parse_int(event.payload)
-                    if exit_code is None:
-                        exit_code = -1
-                    break
+                    if self._end_pending:
+                        # The parent's end of a command already answered by its X.
+                        self._end_pending = False
+                    else:
+                        # No X (killed, no workdir, trap replaced): the parent's word it is.
+                        exit_code = _status(event.payload)
         timed_out = phase != "run"
         if timed_out and exit_code is not None and pgid is not None:
             self._reap_group(pgid, phase, deadline)
@@ -366,6 +395,15 @@ class ShellSession:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             self._kill_group(pgid, signum)
+
+
+class _ShellWasGone(Exception):
+    """The shell's stream ended before the command started (no pid marker, no output)."""
+
+
+def _status(payload: bytes) -> int:
+    parsed = _parse_int(payload)
+    return -1 if parsed is None else parsed
 
 
 def _parse_int(payload: bytes) -> int | None:

@@ -7,7 +7,9 @@ with stdin from /dev/null and stderr merged into stdout, so that:
 * ``exit`` ends only the subshell, and its status is reported;
 * a command reading stdin gets EOF at once instead of eating the control stream.
 
-The subshell reports its environment and cwd when it exits (``trap ... EXIT``);
+The subshell reports its environment, cwd and exit status when it exits
+(``trap ... EXIT``), so the controller can answer without waiting for the parent
+shell's own end marker, which it consumes at the next call;
 the controller replays changes into the parent shell before the next command,
 so ``cd`` and ``export`` persist. The marker token is kept in two halves so the
 whole token never appears in ``set`` output or in a function body.
@@ -40,7 +42,7 @@ __sbx_run() {{
       read -r __sbx_p __sbx_r < /proc/self/stat && __sbx_mark P "$__sbx_p"
     fi
     if [ -n "$2" ]; then cd -- "$2" 2>/dev/null || {{ __sbx_mark W ''; exit 1; }}; fi
-    trap __sbx_dump EXIT
+    trap '__sbx_rc=$?; __sbx_dump; __sbx_mark X "$__sbx_rc"' EXIT
     eval "$1"
   ) </dev/null 2>&1 &
   __sbx_pg=$!
