@@ -33,9 +33,13 @@ engine_up() {
 }
 
 if ! engine_up; then
-    if [ -S "$SOCK" ]; then rm -f "$SOCK"; fi
-    # A stale pid file from an engine that died blocks the next start.
-    rm -f /var/run/docker.pid
+    # Leftovers of an engine that died (or was killed with the session that started it):
+    # an orphaned containerd, and pid files naming processes that are gone or zombies, make
+    # the next dockerd wait forever for "its" containerd.
+    pkill -9 -f 'containerd --config /var/run/docker/containerd/containerd.toml' 2>/dev/null || true
+    pkill -9 -x dockerd 2>/dev/null || true
+    rm -f "$SOCK" /var/run/docker.pid /var/run/docker/containerd/containerd.pid \
+        /var/run/docker/containerd/containerd.sock /var/run/docker/containerd/containerd-debug.sock
     nohup dockerd --bridge=none --iptables=false --ip6tables=false \
         --host "unix://$SOCK" >"$LOG" 2>&1 &
     i=0
