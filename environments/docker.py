@@ -334,11 +334,8 @@ class DockerEnvironment(scripts.HelperOps, Environment):
             "output_limit": output_limit,
             "cancel": cancel,
         }
-        try:
-            result = self.shell.run(command, **kwargs)
-        except SandboxDead:
-            # The write failed: nothing ran, so one retry in a fresh shell is safe.
-            result = self.shell.run(command, **kwargs)
+        # ShellSession.run itself replaces a shell found dead before the command started.
+        result = self.shell.run(command, **kwargs)
         if not self.shell.alive and not result.timed_out:
             with contextlib.suppress(SandboxError):
                 self._container(verify=True)  # notices (and repairs) a vanished container

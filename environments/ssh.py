@@ -246,12 +246,8 @@ class SSHEnvironment(scripts.HelperOps, Environment):
             "output_limit": output_limit,
             "cancel": cancel,
         }
-        try:
-            result = self.shell.run(command, **kwargs)
-        except SandboxDead:
-            # The write failed: nothing ran, so one retry on a fresh channel is safe.
-            self.shell.close()
-            result = self.shell.run(command, **kwargs)
+        # ShellSession.run itself replaces a shell found dead before the command started.
+        result = self.shell.run(command, **kwargs)
         return result.exec_result(started)
 
     def close(self) -> None:
