@@ -41,7 +41,12 @@ def create_app(broker_url: str, settings: Settings) -> Celery:
         task_send_sent_event=False,
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,
-        broker_transport_options={"visibility_timeout": settings.claim_ttl},
+        # No kombu ack emulation: it costs two broker round trips per message (park the
+        # message in an "unacked" hash, then remove it), and with early acks it only
+        # covers the instant between BRPOP and the task's start, by re-running the
+        # message a visibility timeout later, long after its caller gave up. sbx's own
+        # claim key already makes each call run at most once.
+        broker_transport_options={"ack_emulation": False},
         worker_enable_remote_control=False,
         enable_utc=True,
     )

@@ -122,19 +122,22 @@ class SandboxClient(ProcessClientMixin):
             backend=self.backend,
             deadline_s=wait,
         )
-        result = self.app.send_task(
+        self.app.send_task(
             TOOL_CALL_TASK,
             args=[message.model_dump(mode="json")],
             task_id=call_id,
             queue=queue or self.settings.queue,
+            ignore_result=True,
+            # Celery would otherwise copy a repr of the arguments (the command) into the
+            # message headers: extra work per call, and a second copy of any secret in it.
+            argsrepr="",
+            kwargsrepr="",
         )
         try:
-            return self._await(result, call_id, wait)
+            return self.result(call_id, wait)
         except KeyboardInterrupt:
             self.cancel(call_id)
             raise
-        finally:
-            _release(result)
 
     def cancel(self, call_id: str) -> None:
         """Stop call ``call_id``: a queued call never runs; a running one has its tree killed.
@@ -143,31 +146,31 @@ class SandboxClient(ProcessClientMixin):
         """
         self.ledger.request_cancel(call_id)
 
-    def _await(self, result: AsyncResult, call_id: str, wait: float) -> str:
-        """The call's result JSON; ``lost`` or ``pending`` results instead of waiting forever."""
+    def result(self, call_id: str, wait: float) -> str:
+        """The result JSON of call ``call_id``, waiting up to ``wait`` seconds.
+
+        Answers ``{"status": "lost"}`` when the call's worker died, and
+        ``{"status": "pending", "call_id": ...}`` when nothing came in time; call
+        again with the same id to keep waiting. A result is handed out once.
+        """
         deadline = time.monotonic() + wait
         while True:
             remaining = deadline - time.monotonic()
-            try:
-                value = result.get(timeout=max(0.01, min(_LIVENESS_POLL_S, remaining)),
-                                   propagate=False, disable_sync_subtasks=False)  # fmt: skip
-            except CeleryTimeout:
-                if self.ledger.is_lost(call_id):
-                    declare_lost(self.app, self.ledger, call_id, None)
-                    continue
-                if remaining <= 0:
-                    return json.dumps(
-                        {
-                            "status": "pending",
-                            "error": f"no result within {wait:g}s: is an `sbx worker` running "
-                            f"for queue {self.settings.queue!r}? (call id {call_id})",
-                            "call_id": call_id,
-                        }
-                    )
-                continue
-            if isinstance(value, str):
+            value = self.ledger.take_result(call_id, min(_LIVENESS_POLL_S, max(0.0, remaining)))
+            if value is not None:
                 return value
-            return json.dumps({"error": f"worker failed: {value!r}", "call_id": call_id})
+            if self.ledger.is_lost(call_id):
+                declare_lost(self.ledger, call_id, None)
+                continue
+            if time.monotonic() >= deadline:
+                return json.dumps(
+                    {
+                        "status": "pending",
+                        "error": f"no result within {wait:g}s: is an `sbx worker` running "
+                        f"for queue {self.settings.queue!r}? (call id {call_id})",
+                        "call_id": call_id,
+                    }
+                )
 
     def ping(self, timeout: float = 10.0) -> bool:
         """True when a worker answers a no-op task within ``timeout`` seconds."""
@@ -290,6 +293,10 @@ class AsyncSandboxClient(AsyncProcessClientMixin):
         except asyncio.CancelledError:
             await asyncio.to_thread(self._sync.cancel, call_id)
             raise
+
+    async def result(self, call_id: str, wait: float) -> str:
+        """As :meth:`SandboxClient.result`."""
+        return await asyncio.to_thread(self._sync.result, call_id, wait)
 
     async def exec(
         self, command: str, *, workdir: str | None = None, timeout: int | None = None

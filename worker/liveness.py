@@ -4,7 +4,11 @@
   message finds the claim and does nothing, so a command never runs twice.
 * While a call runs, its worker refreshes a heartbeat key. A claimed call with
   no heartbeat and no result is *lost*: its worker died. Whoever notices first
-  (a client waiting on it, or any worker's reaper) stores a ``lost`` result.
+  (a client waiting on it, or any worker's reaper) delivers a ``lost`` result.
+* A call's result goes to its own *mailbox* (a Redis list) instead of Celery's
+  result backend: one round trip for the worker, one blocking pop for the
+  client. The first result delivered for a call id wins (the real one, or
+  ``lost``); a mailbox is read once and expires with the claim.
 """
 
 from __future__ import annotations
@@ -35,6 +39,14 @@ def cancel_key(call_id: str) -> str:
     return f"sbx:call:{call_id}:cancel"
 
 
+def result_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:result"
+
+
+def delivered_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:delivered"
+
+
 # Claim, first heartbeat and running-set entry in one round trip.
 # Returns 1 when claimed, 0 when claimed before, 2 when claimed but cancelled before it ran.
 _CLAIM_SCRIPT = """
@@ -51,6 +63,16 @@ return 0
 
 CLAIMED, DUPLICATE, CANCELLED = 1, 0, 2
 
+# First result wins: mark the call delivered and fill its mailbox in one step.
+_DELIVER_SCRIPT = """
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
+  redis.call('RPUSH', KEYS[2], ARGV[1])
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+
 
 class CallLedger:
     """Claims, heartbeats and lost detection for tool calls."""
@@ -60,6 +82,7 @@ class CallLedger:
         self.claim_ttl = claim_ttl
         self.lost_after_ms = int(lost_after * 1000)
         self._claim = client.register_script(_CLAIM_SCRIPT)
+        self._deliver = client.register_script(_DELIVER_SCRIPT)
 
     def claim(self, call_id: str, worker_id: str) -> int:
         """Claim ``call_id`` for this worker: :data:`CLAIMED`, :data:`DUPLICATE` (someone
@@ -67,6 +90,23 @@ class CallLedger:
         keys = [claim_key(call_id), heartbeat_key(call_id), RUNNING_KEY, cancel_key(call_id)]
         args: list[str | int] = [worker_id, self.claim_ttl, self.lost_after_ms, call_id]
         return int(self._claim(keys=keys, args=args))
+
+    def deliver(self, call_id: str, result: str) -> bool:
+        """Put ``result`` in the call's mailbox unless a result was delivered before.
+
+        True when this one was delivered; False when another (e.g. ``lost``) got there first.
+        """
+        keys = [delivered_key(call_id), result_key(call_id)]
+        return bool(self._deliver(keys=keys, args=[result, self.claim_ttl]))
+
+    def take_result(self, call_id: str, timeout: float) -> str | None:
+        """The call's result, waiting up to ``timeout`` seconds; None if none came.
+
+        Taking empties the mailbox: each result is read once.
+        """
+        # BLPOP's timeout 0 means "forever": never pass it through.
+        popped: Any = self.client.blpop([result_key(call_id)], timeout=max(0.001, timeout))
+        return None if popped is None else _s(popped[1])
 
     def request_cancel(self, call_id: str) -> None:
         """Ask whichever worker runs (or will run) ``call_id`` to stop it."""
@@ -96,12 +136,13 @@ class CallLedger:
         pipe.execute()
 
     def is_lost(self, call_id: str) -> bool:
-        """True when the call was claimed but its worker stopped beating."""
+        """True when the call was claimed, has no result and its worker stopped beating."""
         pipe = self.client.pipeline(transaction=False)
         pipe.exists(claim_key(call_id))
         pipe.exists(heartbeat_key(call_id))
-        claimed, beating = pipe.execute()
-        return bool(claimed) and not beating
+        pipe.exists(delivered_key(call_id))
+        claimed, beating, delivered = pipe.execute()
+        return bool(claimed) and not beating and not delivered
 
     def running_calls(self) -> dict[str, str]:
         """``{call_id: worker_id}`` of calls believed to be running."""

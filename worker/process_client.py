@@ -82,7 +82,7 @@ class ProcessClientMixin:
         ledger: CallLedger
 
     def _host(self) -> Any:
-        """``self`` as the SandboxClient it is mixed into (``tool_call``, ``_await``)."""
+        """``self`` as the SandboxClient it is mixed into (``tool_call``, ``result``)."""
         return self
 
     # -- routing ---------------------------------------------------------------------------

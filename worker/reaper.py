@@ -8,7 +8,6 @@ import threading
 import time
 
 import redis
-from celery import Celery, states
 
 from environments.factory import backend_class
 from environments.pool import SandboxPool
@@ -18,22 +17,20 @@ from .liveness import CallLedger, lost_result
 log = logging.getLogger(__name__)
 
 
-def declare_lost(app: Celery, ledger: CallLedger, call_id: str, worker_id: str | None) -> bool:
-    """Store a ``lost`` result for ``call_id`` unless it has a result. True if it stored one."""
-    meta = app.backend.get_task_meta(call_id)
+def declare_lost(ledger: CallLedger, call_id: str, worker_id: str | None) -> bool:
+    """Deliver a ``lost`` result for ``call_id`` unless it has a result. True if it did."""
     ledger.forget(call_id)
-    if meta.get("status") in states.READY_STATES:
+    if not ledger.deliver(call_id, lost_result(call_id, worker_id)):
         return False
-    app.backend.store_result(call_id, lost_result(call_id, worker_id), states.SUCCESS)
     log.warning("call %s declared lost (worker %s stopped beating)", call_id, worker_id)
     return True
 
 
-def reap_lost_calls(app: Celery, ledger: CallLedger) -> list[str]:
+def reap_lost_calls(ledger: CallLedger) -> list[str]:
     """Declare every running call whose heartbeat expired lost; return their ids."""
     lost = []
     for call_id, worker_id in ledger.running_calls().items():
-        if ledger.is_lost(call_id) and declare_lost(app, ledger, call_id, worker_id):
+        if ledger.is_lost(call_id) and declare_lost(ledger, call_id, worker_id):
             lost.append(call_id)
     return lost
 
@@ -47,7 +44,6 @@ class Reaper(threading.Thread):
 
     def __init__(
         self,
-        app: Celery,
         ledger: CallLedger,
         interval: float,
         pool: SandboxPool | None = None,
@@ -56,7 +52,7 @@ class Reaper(threading.Thread):
         orphan_sweep_interval: float = 300.0,
     ) -> None:
         super().__init__(name="sbx-reaper", daemon=True)
-        self.app, self.ledger, self.interval, self.pool = app, ledger, interval, pool
+        self.ledger, self.interval, self.pool = ledger, interval, pool
         self.orphan_max_idle = orphan_max_idle
         self.orphan_sweep_interval = orphan_sweep_interval
         self._next_orphan_sweep = 0.0
@@ -68,7 +64,7 @@ class Reaper(threading.Thread):
     def run(self) -> None:
         while not self._stop_event.wait(self.interval):
             with contextlib.suppress(redis.RedisError, OSError):
-                reap_lost_calls(self.app, self.ledger)
+                reap_lost_calls(self.ledger)
             if self.pool is not None:
                 self._reap_sandboxes(self.pool)
 

@@ -54,7 +54,7 @@ def run_worker(
         svc = services()
         adopt_processes(svc)
         r = Reaper(
-            app, svc.ledger, settings.lost_after, svc.pool, orphan_max_idle=settings.orphan_max_idle
+            svc.ledger, settings.lost_after, svc.pool, orphan_max_idle=settings.orphan_max_idle
         )
         r.start()
         reaper.append(r)

@@ -16,18 +16,27 @@ from .services import Services, services
 
 
 def run_claimed(call_id: str, message: Any, svc: Services) -> str:
-    """Run ``message`` unless ``call_id`` was claimed before (then raise ``Ignore``)."""
-    claim = svc.ledger.claim(call_id, svc.worker_id)
+    """Run ``message`` unless ``call_id`` was claimed before (then raise ``Ignore``).
+
+    The result goes to the call's mailbox (:meth:`CallLedger.deliver`), where the
+    client waits for it; it is also returned, for Celery's logs only.
+    """
+    ledger = svc.ledger
+    claim = ledger.claim(call_id, svc.worker_id)
     if claim == DUPLICATE:
-        # A redelivery: the first delivery runs (or ran) it and stores the result.
+        # A redelivery: the first delivery runs (or ran) it and delivers the result.
         raise Ignore()
     if claim == CANCELLED:
-        return cancelled_before_start(call_id)
+        result = cancelled_before_start(call_id)
+        ledger.deliver(call_id, result)
+        return result
     cancel = threading.Event()
     heartbeat = svc.heartbeat
     heartbeat.add(call_id, cancel)
     try:
-        return execute_call(message, svc, cancel=cancel)
+        result = execute_call(message, svc, cancel=cancel)
+        ledger.deliver(call_id, result)
+        return result
     finally:
         heartbeat.finish(call_id)
 
@@ -35,7 +44,8 @@ def run_claimed(call_id: str, message: Any, svc: Services) -> str:
 def register_tasks(app: Celery) -> None:
     """Add sbx's tasks to ``app``."""
 
-    @app.task(name=TOOL_CALL_TASK, bind=True)  # type: ignore[untyped-decorator]
+    # Results travel through the call's mailbox, not Celery's result backend.
+    @app.task(name=TOOL_CALL_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def tool_call(self: Task, message: dict[str, Any]) -> str:
         return run_claimed(str(self.request.id), message, services())
 

@@ -31,7 +31,7 @@ def test_redelivered_call_runs_once(
         # The same message delivered three times, as a broker redelivery would.
         for _ in range(3):
             client.app.send_task(TOOL_CALL_TASK, args=[message.model_dump()], task_id=call_id)
-        result = json.loads(client.app.AsyncResult(call_id).get(timeout=60))
+        result = json.loads(client.result(call_id, wait=60))
         assert result["output"] == "done\n"
         # A later call of the same session proves the duplicates were consumed first
         # (one queue, FIFO) and ignored.
@@ -118,6 +118,6 @@ def test_cancel_a_queued_call_never_runs_it(
         assert pending["status"] == "pending"
         client.cancel(call_id)
         start_worker(broker_url, SBX_SECRET_KEY="q" * 32)
-        result = json.loads(client.app.AsyncResult(call_id).get(timeout=60))
+        result = json.loads(client.result(call_id, wait=60))
     assert result["status"] == "cancelled"
     assert not marker.exists()

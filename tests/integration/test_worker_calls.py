@@ -106,3 +106,24 @@ def test_secrets_never_reach_a_file_under_sbx_home(client: SandboxClient, sbx_ho
     call(client, "terminal", {"command": 'echo "$GH_TOKEN" | wc -c'})
     leaks = files_containing(sbx_home, [secret])
     assert leaks == []
+
+
+def test_a_pending_call_is_collected_later_and_its_message_hides_the_command(
+    sbx_home: Path, broker_url: str | None, start_worker: Any, tmp_path: Path
+) -> None:
+    settings = settings_for(sbx_home, broker_url, secret_key="k" * 32)
+    with SandboxClient(session_id="later", settings=settings) as client:
+        first = json.loads(client.tool_call("terminal", {"command": "echo queued-7f3"}, wait=0.2))
+        assert first["status"] == "pending"
+        call_id = first["call_id"]
+        # Queued with no worker: the command is in the body only, never in a header.
+        queued = [json.loads(m) for m in client.ledger.client.lrange(settings.queue, 0, -1)]
+        mine = [m for m in queued if m["headers"]["id"] == call_id]
+        assert len(mine) == 1
+        assert "queued-7f3" not in json.dumps(mine[0]["headers"])
+        start_worker(broker_url, SBX_SECRET_KEY="k" * 32)
+        result = json.loads(client.result(call_id, wait=60))
+        assert (result["output"], result["exit_code"]) == ("queued-7f3\n", 0)
+        # Results go to the call's mailbox, not to Celery's result backend.
+        assert client.ledger.client.exists(f"celery-task-meta-{call_id}") == 0
+        assert json.loads(client.result(call_id, wait=0.2))["status"] == "pending"

@@ -24,7 +24,7 @@ def test_reaper_closes_idle_sandboxes_and_sweeps_orphans(
     )
     with pool.session("s", "local") as env:
         env.exec("true")
-    reaper = Reaper(app=Any, ledger=Any, interval=1.0, pool=pool, orphan_max_idle=42.0)  # type: ignore[arg-type]
+    reaper = Reaper(ledger=Any, interval=1.0, pool=pool, orphan_max_idle=42.0)  # type: ignore[arg-type]
     reaper._reap_sandboxes(pool)
     assert len(pool) == 0
     assert swept == [42.0]
