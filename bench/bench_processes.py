@@ -118,6 +118,13 @@ def main() -> None:
             f"noticed {observed.p50:.2f} ms, with durable receipt {spawn.p50:.2f} ms"
         )
 
+        capped = spool / "capped.out"
+        capped.write_bytes(b"x" * (4 << 20))
+        sweep = measure(
+            "cap sweep", lambda: env.trim_output_head(str(capped), 1 << 20), args.n, warmup=1
+        )
+        print(f"output cap sweep (punched 4 MiB file, 1 MiB cap): p50 {sweep.p50 * 1000:.1f} us")
+
         me = psutil.Process()
         before = me.memory_info().rss
         t0 = time.perf_counter()

@@ -38,6 +38,54 @@ class ExecResult(BaseModel):
     """True when the caller cancelled the call; its tree was killed and exit_code is 130."""
 
 
+OUTPUT_ALIGN = 64 * 1024
+"""Granularity of head discards in output files: a multiple of the block size of
+common file systems (4 KiB ext4/xfs/tmpfs pages, up to 64 KiB blocks), so a punched
+head frees whole blocks."""
+
+
+def discard_boundary(size: int, cap: int) -> int:
+    """First byte a ``cap``-limited output file of ``size`` bytes keeps on disk.
+
+    0 when ``cap`` is 0 (unlimited) or the file is within it; else ``size - cap``
+    rounded up to :data:`OUTPUT_ALIGN` (never past ``size``), so at most ``cap``
+    bytes stay on disk. Bytes before it may read as zeros (a hole). Sweepers and
+    readers use this one formula: the size only grows, so a reader that measures it
+    *after* reading knows every byte a concurrent sweep may have punched.
+    """
+    if cap <= 0 or size <= cap:
+        return 0
+    return min(size, -(-(size - cap) // OUTPUT_ALIGN) * OUTPUT_ALIGN)
+
+
+class HeadTrim(BaseModel):
+    """What :meth:`Environment.trim_output_head` did to one output file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    size: int
+    """The file's size (every byte ever written: holes keep their offsets)."""
+    discarded: int
+    """Bytes at the head that are holes now (0 when nothing had to go, or could not)."""
+    supported: bool | None
+    """False: this sandbox cannot punch holes (the file grows past the cap); True: it
+    can; None: not checked (nothing had to go and no probe was asked)."""
+
+
+class OutputWindow(BaseModel):
+    """Bytes of a cap-limited output file, never from its discarded head."""
+
+    model_config = ConfigDict(frozen=True)
+
+    data: bytes
+    start: int
+    """Offset of ``data[0]``: the requested offset, or ``discarded`` when that was higher."""
+    size: int
+    """The file's size, measured after the read."""
+    discarded: int
+    """``discard_boundary(size, cap)``: bytes before it are not available."""
+
+
 class SpawnedProcess(BaseModel):
     """Handle of a background process, enough to find it again after a worker restart."""
 
@@ -71,6 +119,9 @@ class Environment(abc.ABC):
       group) whose output goes to ``output_path`` and whose exit status is
       written to ``status_path`` when it ends, so both survive the worker.
     * ``read_file``/``write_file`` move bytes in and out of the sandbox.
+    * ``trim_output_head`` bounds a background process's output file on disk by
+      punching a hole over its oldest bytes (offsets stay valid); ``read_output``
+      reads such a file without ever returning bytes of the hole.
     * ``close`` releases everything the sandbox holds; calling it twice is fine.
 
     Implementations are used by one thread at a time per instance (the pool
@@ -134,6 +185,43 @@ class Environment(abc.ABC):
     @abc.abstractmethod
     def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         """Bytes of ``path`` in the sandbox from ``offset`` (at most ``limit``)."""
+
+    def trim_output_head(self, path: str, cap: int, *, probe: bool = False) -> HeadTrim:
+        """Punch a hole over the head of the output file ``path`` so that at most
+        ``cap`` bytes of it (the newest) stay on disk; its size and offsets stay.
+
+        Discards ``[0, discard_boundary(size, cap))``; an appending writer is
+        undisturbed. ``probe`` checks whether holes can be punched there even
+        when nothing has to go yet. Raises ``FileNotFoundError`` for a missing
+        file. Default: this backend cannot (``supported=False``).
+        """
+        return HeadTrim(size=len(self.read_file(path)), discarded=0, supported=False)
+
+    def read_output(self, path: str, offset: int, limit: int, cap: int = 0) -> OutputWindow:
+        """At most ``limit`` bytes of output file ``path`` from ``offset``, skipping the
+        head a ``cap`` discards (see :func:`discard_boundary`): never bytes of a hole,
+        also while a sweep punches concurrently. ``limit`` 0 only measures the size.
+        """
+        want = offset
+        for _ in range(4):
+            data, start, size = self._read_output_once(path, want, limit, cap)
+            cut = discard_boundary(size, cap)
+            if cut <= start:
+                return OutputWindow(data=data, start=start, size=size, discarded=cut)
+            if cut < start + len(data) or limit == 0:
+                # A sweep may have punched [start, cut) while we read: drop that part.
+                return OutputWindow(data=data[cut - start :], start=cut, size=size, discarded=cut)
+            want = cut  # all we read may be a hole now: read again from the kept part
+        return OutputWindow(data=b"", start=max(offset, cut), size=size, discarded=cut)
+
+    def _read_output_once(
+        self, path: str, offset: int, limit: int, cap: int
+    ) -> tuple[bytes, int, int]:
+        """``(data, start, size after the read)`` for :meth:`read_output`; backends
+        override this whole-file default with a cheaper read."""
+        whole = self.read_file(path)
+        start = max(offset, discard_boundary(len(whole), cap))
+        return whole[start : start + limit], start, len(whole)
 
     @abc.abstractmethod
     def write_file(self, path: str, data: bytes) -> None:

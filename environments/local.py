@@ -3,26 +3,82 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import functools
 import os
 import select
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import psutil
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .base import Environment, ExecResult, SpawnedProcess
+from .base import (
+    OUTPUT_ALIGN,
+    Environment,
+    ExecResult,
+    HeadTrim,
+    SpawnedProcess,
+    discard_boundary,
+)
 from .errors import BackendUnavailable, WorkdirNotFound
 from .procinfo import process_start_time
 from .sanitize import sandbox_environment
 from .shell import ShellSession
 
 _READ_SIZE = 1 << 16
+_FALLOC_FL_KEEP_SIZE = 0x01
+_FALLOC_FL_PUNCH_HOLE = 0x02
+_NO_HOLES = {errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
+"""What ``fallocate`` says where punching holes is not supported (EINVAL: unknown mode)."""
+
+
+@functools.cache
+def _fallocate() -> Callable[[int, int, int, int], int] | None:
+    """libc's 64-bit ``fallocate`` (None: not available, e.g. not glibc/musl on Linux)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = getattr(libc, "fallocate64", None) or libc.fallocate
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    fn.restype = ctypes.c_int
+    return cast("Callable[[int, int, int, int], int]", fn)
+
+
+def punch_hole(fd: int, length: int) -> bool:
+    """Deallocate ``[0, length)`` of the file open for writing as ``fd``, keeping its size
+    (reads there return zeros); False when this file system or libc cannot."""
+    fn = _fallocate()
+    if fn is None:
+        return False
+    if fn(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, 0, length) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in _NO_HOLES:
+        return False
+    raise OSError(err, os.strerror(err))
+
+
+def _can_punch(directory: str) -> bool:
+    """Whether files in ``directory`` can have holes punched (probed on a scratch file)."""
+    fd, scratch = tempfile.mkstemp(prefix=".sbx-probe-", dir=directory)
+    try:
+        return punch_hole(fd, OUTPUT_ALIGN)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(scratch)
 
 
 class LocalConfig(BaseSettings):
@@ -253,6 +309,38 @@ class LocalEnvironment(Environment):
         with open(path, "rb") as f:
             f.seek(offset)
             return f.read() if limit is None else f.read(limit)
+
+    def trim_output_head(self, path: str, cap: int, *, probe: bool = False) -> HeadTrim:
+        # O_WRONLY without O_APPEND/O_TRUNC: fallocate needs a writable fd; we never write.
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            size = os.fstat(fd).st_size
+            cut = discard_boundary(size, cap)
+            if cut == 0:
+                supported = _can_punch(os.path.dirname(path) or ".") if probe else None
+                return HeadTrim(size=size, discarded=0, supported=supported)
+            done = punch_hole(fd, cut)
+            return HeadTrim(size=size, discarded=cut if done else 0, supported=done)
+        finally:
+            os.close(fd)
+
+    def _read_output_once(
+        self, path: str, offset: int, limit: int, cap: int
+    ) -> tuple[bytes, int, int]:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            start = max(offset, discard_boundary(os.fstat(fd).st_size, cap))
+            parts: list[bytes] = []
+            got = 0
+            while got < limit:
+                part = os.pread(fd, min(limit - got, 1 << 20), start + got)
+                if not part:
+                    break
+                parts.append(part)
+                got += len(part)
+            return b"".join(parts), start, os.fstat(fd).st_size
+        finally:
+            os.close(fd)
 
     def write_file(self, path: str, data: bytes) -> None:
         tmp = f"{path}.sbx-tmp-{os.getpid()}"

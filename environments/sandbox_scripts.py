@@ -4,14 +4,16 @@ The docker, ssh and apptainer backends cannot reach the sandbox's processes
 with ``os.kill`` or read its ``/proc`` directly; they run these small scripts
 there instead (``sh -c SCRIPT sbx ARG...``) through a second, short-lived
 exec/channel. They use only builtins plus ``cat``/``tail``/``head``/``mv``/
-``setsid``, so they work with busybox as well as with coreutils.
+``setsid``/``stat``, so they work with busybox as well as with coreutils.
+Bounding output files on disk needs util-linux ``fallocate`` (``--punch-hole``);
+busybox's has no such option, and :data:`TRIM_HEAD` then says so (``no``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from .base import SpawnedProcess
+from .base import OUTPUT_ALIGN, HeadTrim, SpawnedProcess
 from .errors import SandboxDead, SandboxError, WorkdirNotFound
 from .framing import shell_quote
 from .shell import ShellSession
@@ -104,6 +106,56 @@ if [ -z "$3" ]; then tail -c +"$(( $2 + 1 ))" -- "$1"
 else tail -c +"$(( $2 + 1 ))" -- "$1" | head -c "$3"; fi
 """
 """Args: ``PATH OFFSET [LIMIT]``. Writes the file's bytes from OFFSET to stdout."""
+
+_SIZE = r"""
+size() { s=$(stat -c %s -- "$1" 2>/dev/null) || s=$(( $(wc -c < "$1") )); echo "$s"; }
+boundary() {  # discard_boundary SIZE CAP ALIGN (environments/base.py), in sh arithmetic
+  b=0
+  if [ "$2" -gt 0 ] && [ "$1" -gt "$2" ]; then
+    b=$(( ($1 - $2 + $3 - 1) / $3 * $3 )); [ "$b" -gt "$1" ] && b=$1
+  fi
+  echo "$b"
+}
+"""
+
+TRIM_HEAD = _SIZE + r"""
+f=$1; cap=$2; al=$3
+[ -f "$f" ] || exit 44
+size=$(size "$f"); cut=$(boundary "$size" "$cap" "$al")
+# A shell with busybox applets built in may run its own fallocate (no -p) before PATH's:
+# try util-linux by its usual paths too.
+punch() {
+  for fa in fallocate /usr/bin/fallocate /usr/local/bin/fallocate; do
+    "$fa" -p -o 0 -l "$2" -- "$1" 2>/dev/null && return 0
+  done
+  return 1
+}
+ok=unknown
+if [ "$cut" -gt 0 ]; then
+  if punch "$f" "$cut"; then ok=yes; else ok=no; cut=0; fi
+elif [ "$4" = probe ]; then
+  t="$f.sbx-probe.$$"
+  if : > "$t" 2>/dev/null && punch "$t" "$al"; then ok=yes; else ok=no; fi
+  rm -f -- "$t"
+fi
+echo "sbx-trim $size $cut $ok"
+"""
+"""Args: ``PATH CAP ALIGN [probe]``. Punches a hole over the head of PATH (see
+``discard_boundary``), keeping its size. Prints ``sbx-trim SIZE DISCARDED yes|no|unknown``
+(``no``: no ``fallocate --punch-hole`` here; ``unknown``: nothing to do, no probe)."""
+
+READ_OUTPUT = _SIZE + r"""
+f=$1; lim=$3
+[ -e "$f" ] || exit 44
+[ -d "$f" ] && exit 45
+[ -r "$f" ] || exit 46
+start=$(boundary "$(size "$f")" "$4" "$5"); [ "$2" -gt "$start" ] && start=$2
+[ "$lim" -gt 0 ] && tail -c +"$(( start + 1 ))" -- "$f" | head -c "$lim"
+printf '\nsbx-window %s %s\n' "$start" "$(size "$f")"
+"""
+"""Args: ``PATH OFFSET LIMIT CAP ALIGN``. Writes at most LIMIT bytes of PATH from OFFSET or
+the discard boundary, whichever is later, then ``\nsbx-window START SIZE\n`` (SIZE measured
+after the read)."""
 
 WRITE_FILE = r"""
 d=$(dirname -- "$1")
@@ -262,6 +314,30 @@ class HelperOps:
         if code != 0:
             raise SandboxError(f"reading {path} failed with status {code}")
         return out
+
+    def trim_output_head(self, path: str, cap: int, *, probe: bool = False) -> HeadTrim:
+        args = [path, str(cap), str(OUTPUT_ALIGN), "probe" if probe else ""]
+        code, out = self._helper(TRIM_HEAD, args)
+        if code in FILE_ERRORS:
+            raise FILE_ERRORS[code](f"{path} (in {self.where})")
+        parts = out.decode(errors="replace").split()
+        if code != 0 or len(parts) != 4 or parts[0] != "sbx-trim":
+            raise SandboxError(f"trimming {path} failed with status {code}: {out[-200:]!r}")
+        supported = {"yes": True, "no": False}.get(parts[3])
+        return HeadTrim(size=int(parts[1]), discarded=int(parts[2]), supported=supported)
+
+    def _read_output_once(
+        self, path: str, offset: int, limit: int, cap: int
+    ) -> tuple[bytes, int, int]:
+        args = [path, str(offset), str(limit), str(cap), str(OUTPUT_ALIGN)]
+        code, out = self._helper(READ_OUTPUT, args)
+        if code in FILE_ERRORS:
+            raise FILE_ERRORS[code](f"{path} (in {self.where})")
+        data, sep, trailer = out.rpartition(b"\nsbx-window ")
+        fields = trailer.split()
+        if code != 0 or not sep or len(fields) != 2 or not all(f.isdigit() for f in fields):
+            raise SandboxError(f"reading {path} failed with status {code}")
+        return data, int(fields[0]), int(fields[1])
 
     def write_file(self, path: str, data: bytes) -> None:
         code, _ = self._helper(WRITE_FILE, [path], stdin=data)

@@ -113,6 +113,9 @@ class ProcessRecord(BaseModel):
     started_at: float
     pty: bool = False
     timeout: float | None = None
+    output_cap: int | None = None
+    """Bytes of output kept on disk (0: unlimited); None in checkpoints from before
+    the cap existed: the adopting worker's setting applies."""
 
     def spawned(self) -> SpawnedProcess:
         """The backend handle this record describes."""
@@ -190,13 +193,22 @@ class ProcessInfo(BaseModel):
     output_bytes: int | None = None
     output_tail: str = ""
     """Last few KiB of (redacted) output, for a quick look."""
+    output_cap: int | None = None
+    """Bytes of output kept on disk, the newest (None: unlimited, or only a receipt is left)."""
+    output_cap_enforced: bool | None = None
+    """False when the sandbox cannot discard the output's head (no hole punching there,
+    e.g. busybox ``fallocate``): the output file grows past ``output_cap``. None: not
+    known yet (or no cap)."""
+    output_discarded: int = 0
+    """Bytes at the start of the output discarded to honour the cap: ``log`` starts after."""
 
 
 class LogChunk(BaseModel):
     """A slice of a process's output read by byte offset.
 
-    ``next_offset`` is where the following read should start; it never points
-    inside a UTF-8 sequence, so reading chunk after chunk decodes exactly.
+    ``offset`` is where ``text`` starts; ``next_offset`` is where the following
+    read should start. It never points inside a UTF-8 sequence, so reading chunk
+    after chunk decodes exactly.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -208,3 +220,7 @@ class LogChunk(BaseModel):
     eof: bool
     """True when the process has ended and nothing follows ``next_offset``."""
     status: ProcessState
+    discarded_before: int = 0
+    """Bytes ``[0, discarded_before)`` of the output were discarded by the on-disk cap. A
+    read asked below it starts there instead (``offset`` says where: a little past it
+    when it cut into a line or a UTF-8 sequence)."""

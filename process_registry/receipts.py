@@ -53,6 +53,7 @@ from .models import (
     UnsafePath,
     redact,
 )
+from .output_cap import lead_cut
 
 DEFAULT_MAX_AGE = 7 * 24 * 3600.0
 DEFAULT_MAX_COUNT = 1000
@@ -71,16 +72,26 @@ def bound_text(text: str, cap: int) -> tuple[str, bool]:
     return f"{head}\n... [{omitted} bytes omitted] ...\n{tail}", True
 
 
-def excerpt(read_at: Callable[[int, int], bytes], total: int, cap: int) -> tuple[str, bool]:
-    """Head and tail of a ``total``-byte stream, cut at line ends, for a receipt.
+def excerpt(
+    read_at: Callable[[int, int], bytes], total: int, cap: int, *, start: int = 0
+) -> tuple[str, bool]:
+    """Head and tail of bytes ``[start, total)`` of a stream, cut at line ends, for a receipt.
 
     Cutting at newlines (when there is one near the cut) keeps a secret on one
-    line whole on one side, so the redactor still recognises it.
+    line whole on one side, so the redactor still recognises it. ``start`` > 0
+    (the process output cap discarded the head) begins the text with a marker
+    saying how many bytes went, and the head at the next line start.
     """
-    if total <= cap:
-        return read_at(0, total).decode(errors="replace"), False
-    half = cap // 2
-    head = read_at(0, half)
+    lead = ""
+    first = start
+    if start > 0:
+        head = read_at(start, min(cap // 2, total - start))
+        first = start + lead_cut(head, line=True)
+        lead = f"[... {first} earlier bytes discarded (process output cap) ...]\n"
+    if total - first <= cap - len(lead):
+        return lead + read_at(first, total - first).decode(errors="replace"), start > 0
+    half = (cap - len(lead) - 64) // 2  # room for both markers: the store bounds it again
+    head = read_at(first, half)
     nl = head.rfind(b"\n")
     if nl >= half // 2:
         head = head[: nl + 1]
@@ -88,8 +99,8 @@ def excerpt(read_at: Callable[[int, int], bytes], total: int, cap: int) -> tuple
     nl = tail.find(b"\n")
     if 0 <= nl < half // 2:
         tail = tail[nl + 1 :]
-    omitted = total - len(head) - len(tail)
-    text = head.decode(errors="replace") + f"\n... [{omitted} bytes omitted] ...\n"
+    omitted = total - first - len(head) - len(tail)
+    text = lead + head.decode(errors="replace") + f"\n... [{omitted} bytes omitted] ...\n"
     return text + tail.decode(errors="replace"), True
 
 

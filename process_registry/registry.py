@@ -12,6 +12,8 @@ Contracts (DESIGN.md decisions 3-5):
 * Output stays in the process's output file (a private spool outside
   ``SBX_HOME`` for local processes, since it is unredacted); the registry holds
   no output in memory. Reads are by byte offset and never split a UTF-8 sequence.
+  The file keeps at most ``output_cap`` bytes on disk, the newest
+  (:mod:`process_registry.output_cap`); reads never return its discarded head.
 * :meth:`ProcessRegistry.adopt_all` adopts a checkpointed process only when
   pid, start time and boot id match and its writer is gone; otherwise it
   never signals it, and records its true exit status (or ``lost``).
@@ -51,6 +53,7 @@ from .models import (
     Receipt,
     redact,
 )
+from .output_cap import DEFAULT_PROCESS_OUTPUT_CAP, CapState, OutputCapSweeper, validate_cap
 from .receipts import DEFAULT_MAX_AGE, DEFAULT_MAX_COUNT, ReceiptStore
 from .sessions import validate_session_id
 from .tracking import (
@@ -58,6 +61,7 @@ from .tracking import (
     Tracked,
     draft_receipt,
     info_from_receipt,
+    live_chunk,
     live_info,
     make_chunk,
     status_file_code,
@@ -96,10 +100,12 @@ class ProcessRegistry:
         on_finished: Callable[[str, str], None] | None = None,
         receipt_max_age: float = DEFAULT_MAX_AGE,
         receipt_max_count: int = DEFAULT_MAX_COUNT,
+        output_cap: int = DEFAULT_PROCESS_OUTPUT_CAP,
     ) -> None:
         """``on_finished(process_id, owner)`` runs once per process after its receipt is
         written and its waiters released, before its checkpoint is removed (errors logged).
-        ``receipt_max_age`` (seconds) and ``receipt_max_count`` bound retention."""
+        ``receipt_max_age`` (seconds) and ``receipt_max_count`` bound retention.
+        ``output_cap``: bytes of each new process's output kept on disk (0: unlimited)."""
         self.home = Path(home)
         self.on_finished = on_finished
         ensure_private_dir(self.home)
@@ -114,6 +120,7 @@ class ProcessRegistry:
         self.checkpoints = CheckpointStore(self.home)
         self.kill_grace = kill_grace
         self.redact_live = redact_live
+        self.output_cap = validate_cap(output_cap)
         # Raw output is unredacted: keep it out of SBX_HOME, in a private per-home spool.
         tag = hashlib.sha256(str(self.home.resolve()).encode()).hexdigest()[:12]
         self.spool = ensure_private_dir(
@@ -123,6 +130,7 @@ class ProcessRegistry:
         self._live: dict[str, Tracked] = {}
         self._finished: OrderedDict[str, Tracked] = OrderedDict()
         self._watcher = ExitWatcher(self._on_exit, poll_interval=poll_interval)
+        self._sweeper = OutputCapSweeper(self._watcher.schedule)
 
     # -- starting --------------------------------------------------------------------------
 
@@ -191,6 +199,7 @@ class ProcessRegistry:
             started_at=time.time(),
             pty=pty,
             timeout=timeout,
+            output_cap=self.output_cap,
         )
         # Watch first, checkpoint second: a short process's exit is handled while its
         # checkpoint is written; only the checkpoint's removal waits for that write.
@@ -209,8 +218,9 @@ class ProcessRegistry:
         *,
         checkpointed: bool = True,
     ) -> Tracked:
-        """Watch ``record``'s process until it ends (used by :meth:`start` and adoption)."""
-        tracked = Tracked(record, env)
+        """Watch ``record``'s process until it ends, sweeping its output file to its cap
+        (used by :meth:`start` and adoption)."""
+        tracked = self._new_tracked(record, env)
         if checkpointed:
             tracked.checkpointed.set()
         with self._lock:
@@ -219,7 +229,12 @@ class ProcessRegistry:
         if record.timeout is not None:
             remaining = record.started_at + record.timeout - time.time()
             self._watcher.schedule(max(0.0, remaining), lambda: self._expire(record.process_id))
+        self._sweeper.start(tracked)
         return tracked
+
+    def _new_tracked(self, record: ProcessRecord, env: Environment) -> Tracked:
+        cap = self.output_cap if record.output_cap is None else record.output_cap
+        return Tracked(record, env, cap=CapState(cap))
 
     def tracks(self, process_id: str) -> bool:
         """True when this registry watches (or recently watched) ``process_id``."""
@@ -244,6 +259,7 @@ class ProcessRegistry:
 
     def finalize_untracked(self, t: Tracked) -> None:
         """Receipt a process that ended out of our sight (adoption): never signalled."""
+        t.cap = self._new_tracked(t.record, t.env).cap
         with self._lock:
             self._live[t.record.process_id] = t
         self._finalize(t, None)
@@ -255,6 +271,7 @@ class ProcessRegistry:
                 return
             t.finalizing = True
         rec = t.record
+        self._sweeper.final(t)  # the file stays (spool, sandbox) after the receipt: bound it
         try:
             code = status_file_code(t.env, rec.status_path)
             if code is None:
@@ -286,7 +303,9 @@ class ProcessRegistry:
 
     def _write_receipt(self, t: Tracked, status: ProcessState, code: int | None) -> Receipt:
         rec = t.record
-        draft = draft_receipt(rec, t.env, status, code, self.receipts.output_cap)
+        draft = draft_receipt(
+            rec, t.env, status, code, self.receipts.output_cap, output_cap=t.cap.read_cap()
+        )
         try:
             return self.receipts.write(draft)
         except AlreadyExists:
@@ -435,20 +454,16 @@ class ProcessRegistry:
 
         With ``redact_live`` a running process's read stops at the last complete
         line when there is one, so a secret is never split between two reads.
+        A read below the head the output cap discarded starts after it (see
+        ``LogChunk.discarded_before``); it never returns bytes of that head.
         """
         if offset < 0 or limit <= 0:
             raise ValueError("offset must be >= 0 and limit > 0")
         t = self._owned(process_id, session_id)
         if t is not None:
-            ended = t.done.is_set()
-            try:
-                data = t.env.read_file(t.record.output_path, offset, limit)
-            except FileNotFoundError:
-                data = None
-            if data is not None:
-                status = live_info(t, tail=False).status
-                return make_chunk(process_id, data, offset, limit, ended=ended, status=status,
-                                  redact_live=self.redact_live)  # fmt: skip
+            chunk = live_chunk(t, offset, limit, redact_live=self.redact_live)
+            if chunk is not None:
+                return chunk
         receipt = self.receipts.read(process_id, session_id)
         body = receipt.output.encode()
         return make_chunk(process_id, body[offset : offset + limit], offset, limit, ended=True,

@@ -10,14 +10,14 @@ callers get. Everything that can carry a secret is redacted here.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 
-from environments.base import Environment
+from environments.base import Environment, discard_boundary
 
 from .models import LogChunk, ProcessInfo, ProcessRecord, ProcessState, Receipt, redact
+from .output_cap import CapState, lead_cut
 from .receipts import excerpt
 
 TAIL_BYTES = 2048
@@ -38,6 +38,8 @@ class Tracked:
     """``killed``/``timeout`` once we signalled it."""
     finalizing: bool = False
     receipt: Receipt | None = None
+    cap: CapState = field(default_factory=lambda: CapState(0))
+    """The on-disk cap of its output file (see :mod:`process_registry.output_cap`)."""
 
 
 @dataclass
@@ -73,23 +75,37 @@ def status_file_code(env: Environment, status_path: str) -> int | None:
         return None  # a torn or foreign status file tells nothing: never invent a code
 
 
-def output_size(rec: ProcessRecord, env: Environment) -> int:
-    """Bytes in the process's output file (0 when it does not exist)."""
-    if rec.backend == "local":
-        try:
-            return os.stat(rec.output_path).st_size
-        except FileNotFoundError:
-            return 0
-    return len(env.read_file(rec.output_path))
+def output_size(rec: ProcessRecord, env: Environment, cap: int = 0) -> tuple[int, int]:
+    """``(bytes written, bytes discarded by the cap)`` of the output file ((0, 0) when missing)."""
+    try:
+        window = env.read_output(rec.output_path, 0, 0, cap)
+    except FileNotFoundError:
+        return 0, 0
+    return window.size, window.discarded
 
 
 def draft_receipt(
-    rec: ProcessRecord, env: Environment, status: ProcessState, code: int | None, cap: int
+    rec: ProcessRecord,
+    env: Environment,
+    status: ProcessState,
+    code: int | None,
+    cap: int,
+    *,
+    output_cap: int = 0,
 ) -> Receipt:
-    """An unsealed receipt of ``rec``: head and tail of its output, ``lost`` never has a code."""
+    """An unsealed receipt of ``rec``: head and tail of its output, ``lost`` never has a code.
+
+    ``cap`` bounds the excerpt; ``output_cap`` is the file's on-disk cap: its
+    discarded head is never read (the excerpt says how much went) and
+    ``output_bytes`` is still everything the process wrote.
+    """
+
+    def read_at(off: int, n: int) -> bytes:
+        return env.read_output(rec.output_path, off, n, output_cap).data
+
     try:
-        total = output_size(rec, env)
-        output, cut = excerpt(lambda off, n: env.read_file(rec.output_path, off, n), total, cap)
+        total, gone = output_size(rec, env, output_cap)
+        output, cut = excerpt(read_at, total, cap, start=gone)
     except FileNotFoundError:
         total, output, cut = 0, "", False
     final: ProcessState = "lost" if status == "running" else status
@@ -121,34 +137,71 @@ def make_chunk(
     status: ProcessState,
     redact_live: bool,
     total: int | None = None,
+    discarded_before: int = 0,
+    moved: bool = False,
 ) -> LogChunk:
-    """A :class:`LogChunk` of ``data`` read at ``offset`` (see ``ProcessRegistry.log``)."""
-    full = len(data) == limit
-    keep = utf8_cut(data) if (full or not ended) else len(data)
-    if redact_live and not ended and not full:
+    """A :class:`LogChunk` of ``data`` read at ``offset`` (see ``ProcessRegistry.log``).
+
+    ``total``: the stream's size when known; ``moved``: the read was moved up to
+    the discard boundary, so ``data`` starts mid-stream (see :func:`lead_cut`).
+    """
+    if moved:
+        skip = lead_cut(data, line=redact_live)
+        data, offset = data[skip:], offset + skip
+    more = offset + len(data) < total if total is not None else len(data) == limit
+    keep = utf8_cut(data) if (more or not ended) else len(data)
+    if redact_live and not ended and not more:
         nl = data.rfind(b"\n", 0, keep)
         keep = nl + 1 if nl >= 0 else keep
     text = data[:keep].decode(errors="replace")
     if redact_live:
         text = redact(text)
     nxt = offset + keep
-    eof = ended and (nxt >= total if total is not None else not full)
+    eof = ended and (nxt >= total if total is not None else not more)
     return LogChunk(
-        process_id=process_id, text=text, offset=offset, next_offset=nxt, eof=eof, status=status
+        process_id=process_id,
+        text=text,
+        offset=offset,
+        next_offset=nxt,
+        eof=eof,
+        status=status,
+        discarded_before=discarded_before,
     )
+
+
+def live_chunk(t: Tracked, offset: int, limit: int, *, redact_live: bool) -> LogChunk | None:
+    """A chunk of a tracked process's output file (None: the file is gone)."""
+    ended = t.done.is_set()
+    try:
+        window = t.env.read_output(t.record.output_path, offset, limit, t.cap.read_cap())
+    except FileNotFoundError:
+        return None
+    status = live_info(t, tail=False).status
+    return make_chunk(t.record.process_id, window.data, window.start, limit, ended=ended,
+                      status=status, redact_live=redact_live, total=window.size,
+                      discarded_before=window.discarded,
+                      moved=window.start > offset)  # fmt: skip
 
 
 def live_info(t: Tracked, *, tail: bool = True) -> ProcessInfo:
     """The view of a tracked process (its receipt's once it ended)."""
+    cap = t.cap.read_cap()
     if t.done.is_set() and t.receipt is not None:
-        return info_from_receipt(t.receipt)
+        facts = {
+            "output_cap": t.cap.cap or None,
+            "output_cap_enforced": t.cap.enforced,
+            "output_discarded": discard_boundary(t.receipt.output_bytes, cap),
+        }
+        return info_from_receipt(t.receipt).model_copy(update=facts)
     rec = t.record
     size: int | None = None
+    gone = 0
     text = ""
     with contextlib.suppress(Exception):
-        size = output_size(rec, t.env)
+        size, gone = output_size(rec, t.env, cap)
         if tail and size:
-            raw = t.env.read_file(rec.output_path, max(0, size - TAIL_BYTES), TAIL_BYTES)
+            window = t.env.read_output(rec.output_path, max(0, size - TAIL_BYTES), TAIL_BYTES, cap)
+            raw = window.data[lead_cut(window.data, line=False) :]
             text = redact(raw.decode(errors="replace"))
     return ProcessInfo(
         process_id=rec.process_id,
@@ -160,6 +213,9 @@ def live_info(t: Tracked, *, tail: bool = True) -> ProcessInfo:
         started_at=rec.started_at,
         output_bytes=size,
         output_tail=text,
+        output_cap=t.cap.cap or None,
+        output_cap_enforced=t.cap.enforced,
+        output_discarded=gone,
     )
 
 

@@ -70,14 +70,16 @@ class ExitWatcher:
         try:
             fd = os.pidfd_open(process.pid)
         except ProcessLookupError:
-            self._report(key, None)  # already ended and reaped
+            # Already ended and reaped. Report on the watcher thread, never the caller's:
+            # the exit handler may wait for the caller (the registry's checkpoint write).
+            self.schedule(0.0, lambda: self._report(key, None))
             return True
         except OSError:
             return False  # no pidfd support, or out of fds: fall back to polling
         # The pid may have been recycled between spawn and pidfd_open.
         if process.start_time is not None and process_start_time(process.pid) != process.start_time:
             os.close(fd)
-            self._report(key, None)
+            self.schedule(0.0, lambda: self._report(key, None))
             return True
         with self._lock:
             self._fds[fd] = key

@@ -104,6 +104,7 @@ class ProcessService:
             on_finished=self._unroute,
             receipt_max_age=settings.receipt_max_age_days * 86400.0,
             receipt_max_count=settings.receipt_max_count,
+            output_cap=settings.process_output_cap,
         )
 
     # -- environments and routes -----------------------------------------------------------

@@ -71,12 +71,22 @@ class Settings(BaseSettings):
     """Receipts older than this (by completion time) are pruned."""
     receipt_max_count: int = Field(default=1000, ge=1)
     """At most this many receipts are kept; the oldest completions go first."""
+    process_output_cap: int = Field(default=64 * 1024 * 1024, ge=0)
+    """Bytes of each background process's output kept on disk, the newest (0: unlimited;
+    else at least 262144). See docs/processes.md for backends that cannot enforce it."""
     orphan_max_idle: float = Field(default=6 * 3600.0, gt=0)
     """Sandboxes of dead workers (containers, ...) idle this long are removed."""
     approval_mode: Literal["manual", "smart", "off"] | None = None
     """Overrides ``approvals.mode`` of config.yaml; ``off`` still refuses hardline commands."""
     embedded_redis_server: str | None = None
     """Path of the redis-server binary for the embedded broker; found automatically when unset."""
+
+    @field_validator("process_output_cap", mode="after")
+    @classmethod
+    def _check_output_cap(cls, value: int) -> int:
+        if 0 < value < 262_144:
+            raise ValueError("process_output_cap must be 0 (unlimited) or at least 262144 bytes")
+        return value
 
     @field_validator("home", mode="after")
     @classmethod

@@ -254,3 +254,29 @@ def test_retention_by_count_through_the_cli(sbx_home: Path, start_worker: Any) -
     kept = [r["process_id"] for r in json.loads(p.stdout)]
     assert len(kept) == 3
     assert set(kept) <= set(ids)
+
+
+def test_output_cap_bounds_the_spool_and_log_says_what_was_discarded(
+    sbx_home: Path, launch: Any
+) -> None:
+    cap = 1 << 20
+    launch(SBX_PROCESS_OUTPUT_CAP=str(cap))
+    with client(sbx_home, "chatty") as c:
+        # About 20 MiB of numbered lines, far past the cap.
+        started = c.start("seq 1 2600000")
+        done = c.wait(started.process_id, timeout=120)
+        assert done.status == "exited"
+        extra = done.model_extra or {}
+        assert (extra["output_cap"], extra["output_cap_enforced"]) == (cap, True)
+        total = done.output_bytes
+        assert total is not None and total > 15 * cap
+        chunk = c.logs(started.process_id, 0)
+        gone = (chunk.model_extra or {})["discarded_before"]
+        assert total - cap <= gone <= chunk.offset and "\x00" not in chunk.text
+        first = int(chunk.text.split("\n", 1)[0])  # starts at a whole line
+        assert chunk.text.startswith(f"{first}\n{first + 1}\n")
+        receipt = c.receipt(started.process_id)
+        assert receipt.output_bytes == total and receipt.output.endswith("2600000\n")
+        assert receipt.output.startswith(f"[... {chunk.offset} earlier bytes discarded")
+        spool = [p for p in Path("/tmp").glob(f"sbx-{os.getuid()}-*/{started.process_id}.out")]
+        assert len(spool) == 1 and spool[0].stat().st_blocks * 512 <= cap + (128 << 10)
