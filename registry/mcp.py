@@ -7,16 +7,21 @@ Building a tool list never connects to an MCP server:
   never-warmed server fires exactly one background :meth:`McpCatalog.refresh_tools`
   and returns ``[]`` (the server contributes tools from the next sync on), so a
   dead or slow server never blocks a session.
-* :meth:`McpCatalog.refresh_tools` is the live path (connect, list, write cache).
-  A failed refresh keeps the last good snapshot. It is driven by background
-  warmers: :meth:`prewarm`, :meth:`on_tool_list_changed`, :meth:`on_server_enabled`,
-  :meth:`on_server_restarted`.
+* :meth:`McpCatalog.refresh_tools` is the live path (list over the server's
+  persistent session, write cache). A failed refresh keeps the last good
+  snapshot. It is driven by background warmers: :meth:`prewarm`,
+  :meth:`on_server_enabled`, :meth:`on_server_restarted` and
+  :meth:`on_tool_list_changed`, which the session thread
+  (:mod:`registry.mcp_session`) calls when a server sends
+  ``notifications/tools/list_changed``.
 
 :func:`sync_mcp_tools_to_registry` registers the cached tools as entries whose
 handler proxies ``tools/call`` to the server. Ownership is ``namespace =
 mcp:<server_id>`` (stable id, never the display name); ``namespace_label =
 mcp:<server_name>`` is what ``tool_search`` shows. A cold or failed server keeps
 its previous entries; a warm snapshot replaces them (stale ones are removed).
+:func:`keep_registry_synced` re-runs the sync after every refresh that changed
+a server's list, so a list-changed notification reaches the registry unaided.
 A force-prompt tool is registered ``defer="never"`` and approval-gated.
 
 Wire names: ``mcp__<server slug>__<tool slug>__<digest>`` where the digest is 8
@@ -33,41 +38,39 @@ import hashlib
 import logging
 import re
 import threading
+import time
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .context import ToolContext
 from .core import ToolRegistry
+from .mcp_session import (
+    McpServerConfig,
+    McpServerUnavailable,
+    McpSessions,
+    McpToolSpec,
+    stdio_call_tool,
+    stdio_list_tools,
+)
+
+__all__ = [
+    "MAX_TOOL_NAME",
+    "McpCatalog",
+    "McpServerConfig",
+    "McpServerUnavailable",
+    "McpToolSpec",
+    "keep_registry_synced",
+    "stdio_call_tool",
+    "stdio_list_tools",
+    "sync_mcp_tools_to_registry",
+    "wire_name",
+]
 
 log = logging.getLogger(__name__)
 
 MAX_TOOL_NAME = 64
 _DIGEST_LEN = 8
-
-
-@dataclass(frozen=True, slots=True)
-class McpServerConfig:
-    """One configured MCP server (stdio transport)."""
-
-    id: str
-    name: str
-    command: str
-    args: tuple[str, ...] = ()
-    env: dict[str, str] | None = None
-    enabled: bool = True
-    force_prompt_tools: frozenset[str] = frozenset()
-    timeout: float = 30.0
-
-
-@dataclass(frozen=True, slots=True)
-class McpToolSpec:
-    """A tool as listed by a server."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any] = field(default_factory=dict)
 
 
 def _slug(text: str, fallback: str) -> str:
@@ -90,61 +93,43 @@ Lister = Callable[[McpServerConfig], Awaitable[list[McpToolSpec]]]
 Caller = Callable[[McpServerConfig, str, dict[str, Any]], Awaitable[Any]]
 
 
-async def stdio_list_tools(server: McpServerConfig) -> list[McpToolSpec]:
-    """Connect over stdio, list the tools, disconnect (the live path only)."""
-    from mcp import ClientSession, StdioServerParameters  # lazy: the SDK is optional
-    from mcp.client.stdio import stdio_client
-
-    params = StdioServerParameters(command=server.command, args=list(server.args), env=server.env)
-    async with (
-        asyncio.timeout(server.timeout),
-        stdio_client(params) as (r, w),
-        ClientSession(r, w) as session,
-    ):
-        await session.initialize()
-        listed = await session.list_tools()
-    return [
-        McpToolSpec(t.name, t.description or "", dict(getattr(t, "input_schema", {}) or {}))
-        for t in listed.tools
-    ]
-
-
-async def stdio_call_tool(server: McpServerConfig, tool: str, args: dict[str, Any]) -> Any:
-    """``tools/call`` over a fresh stdio connection; text content joined, errors flagged."""
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
-    params = StdioServerParameters(command=server.command, args=list(server.args), env=server.env)
-    async with (
-        asyncio.timeout(server.timeout),
-        stdio_client(params) as (r, w),
-        ClientSession(r, w) as session,
-    ):
-        await session.initialize()
-        res = await session.call_tool(tool, args)
-    texts = [getattr(c, "text", "") for c in res.content if getattr(c, "type", "") == "text"]
-    out: dict[str, Any] = {"content": "\n".join(texts)}
-    structured = getattr(res, "structured_content", None)
-    if structured is not None:
-        out["structured"] = structured
-    if getattr(res, "is_error", False):
-        out["error"] = out["content"] or "MCP tool reported an error"
-    return out
-
-
 class McpCatalog:
-    """Cache of each server's tool list; reads never connect (see module doc)."""
+    """Cache of each server's tool list; reads never connect (see module doc).
+
+    Live traffic goes through one persistent session per server
+    (:class:`~registry.mcp_session.McpSessions`, a background thread and event loop
+    owned by the catalog), unless test doubles are injected as ``lister`` / ``caller``.
+    Tool *calls* use that session too, rather than a process per call: a stdio
+    server is usually stateful (its tool list, open files, logins), so a call
+    must reach the same process whose tools the catalog lists and whose
+    ``tools/list_changed`` it hears; it also saves a process spawn and handshake
+    per call. A dead process fails the call in flight with ``McpServerUnavailable``
+    and the next call or refresh spawns a new one.
+
+    Refreshes run on background threads, one per server at a time. A refresh
+    requested while one is in flight for reasons that may postdate its listing
+    (list-changed, restart, enable) is coalesced into exactly one more run; cold
+    reads and :meth:`prewarm` just join the one in flight. After a refresh that
+    changed the cached list, every :meth:`subscribe` listener is called with the
+    server id (on the refresh thread). :meth:`close` stops sessions and threads.
+    """
 
     def __init__(
         self, servers: Iterable[McpServerConfig] = (), *,
-        lister: Lister = stdio_list_tools, caller: Caller = stdio_call_tool,
+        lister: Lister | None = None, caller: Caller | None = None,
     ) -> None:  # fmt: skip
         self.servers: dict[str, McpServerConfig] = {s.id: s for s in servers}
         self._cache: dict[str, list[McpToolSpec]] = {}
         self._errors: dict[str, str] = {}
         self._inflight: dict[str, threading.Thread] = {}
+        self._rerun: set[str] = set()  # a refresh was asked for while one was in flight
+        self._reconnect: set[str] = set()  # drop the session before the next listing
+        self._listeners: dict[object, Callable[[str], None]] = {}
         self._lock = threading.Lock()
+        self._closed = False
         self._lister, self._caller = lister, caller
+        # starts no thread until first used; the notification path re-enters the catalog
+        self._sessions = McpSessions(on_tools_changed=self.on_tool_list_changed)
 
     def list_tools(self, server_id: str) -> list[McpToolSpec] | None:
         """Cached tools; ``None`` when never warmed (and one background refresh is fired)."""
@@ -159,37 +144,98 @@ class McpCatalog:
         """The message of the last failed refresh of ``server_id`` (cleared by a success)."""
         return self._errors.get(server_id)
 
+    def is_connected(self, server_id: str) -> bool:
+        """Whether ``server_id`` has a live session now (for status views; never connects)."""
+        return self._sessions.is_connected(server_id)
+
     def refresh_tools(self, server_id: str) -> list[McpToolSpec] | None:
-        """Live: connect, list, write the cache. On failure keep and return the last good list."""
+        """Live: list over the server's session, write the cache. On failure keep the last good.
+
+        Blocks the calling thread (never call it from a tool-list build). A disabled
+        server's session is stopped and its cache returned unchanged.
+        """
         server = self.servers.get(server_id)
+        with self._lock:
+            reconnect = server_id in self._reconnect
+            self._reconnect.discard(server_id)
+        if server is None or not server.enabled or reconnect:
+            self._sessions.disconnect(server_id)
         if server is None or not server.enabled:
             return self._cache.get(server_id)
-        lister = self._lister
-
-        async def live() -> list[McpToolSpec]:
-            return await lister(server)
-
         try:
-            tools = asyncio.run(live())
+            if self._lister is None:
+                tools = self._sessions.list_tools(server)
+            else:
+                lister = self._lister
+
+                async def live() -> list[McpToolSpec]:
+                    return await lister(server)
+
+                tools = asyncio.run(live())
         except Exception as exc:  # any failure keeps the last good snapshot
             self._errors[server_id] = f"{type(exc).__name__}: {exc}"
             log.warning("MCP refresh of %s failed (%s); keeping last good tools", server_id, exc)
             return self._cache.get(server_id)
         with self._lock:
+            changed = self._cache.get(server_id) != tools
             self._cache[server_id] = tools
             self._errors.pop(server_id, None)
+            listeners = list(self._listeners.values()) if changed else []
+        for listener in listeners:
+            try:
+                listener(server_id)
+            except Exception:  # one bad listener must not starve the others
+                log.exception("MCP catalog listener raised for %s", server_id)
         return list(tools)
 
-    def _refresh_in_background(self, server_id: str) -> threading.Thread | None:
+    def subscribe(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(server_id)`` after each refresh that changed the cached list.
+
+        Returns an idempotent unsubscribe callable. See :func:`keep_registry_synced`.
+        """
+        token = object()
         with self._lock:
+            self._listeners[token] = listener
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    def _refresh_in_background(
+        self, server_id: str, *, rerun: bool = False, reconnect: bool = False
+    ) -> threading.Thread | None:
+        with self._lock:
+            if self._closed:
+                return None
+            if reconnect:
+                self._reconnect.add(server_id)
             running = self._inflight.get(server_id)
-            if running is not None and running.is_alive():
-                return running  # one refresh at a time per server
-            t = threading.Thread(target=self.refresh_tools, args=(server_id,), daemon=True,
+            if running is not None:  # one refresh at a time per server
+                if rerun:  # its listing may predate the news: run once more after it
+                    self._rerun.add(server_id)
+                return running
+            t = threading.Thread(target=self._refresh_loop, args=(server_id,), daemon=True,
                                  name=f"mcp-refresh-{server_id}")  # fmt: skip
             self._inflight[server_id] = t
         t.start()
         return t
+
+    def _refresh_loop(self, server_id: str) -> None:
+        again = True
+        try:
+            while again:
+                self.refresh_tools(server_id)
+                with self._lock:  # check and retire atomically, or a rerun request is lost
+                    again = server_id in self._rerun and not self._closed
+                    self._rerun.discard(server_id)
+                    if not again:
+                        self._inflight.pop(server_id, None)
+        except BaseException:
+            with self._lock:
+                self._inflight.pop(server_id, None)
+            raise
 
     def prewarm(self) -> list[threading.Thread]:
         """Refresh every enabled server in the background (at start-up)."""
@@ -197,29 +243,66 @@ class McpCatalog:
         return [t for t in threads if t is not None]
 
     def on_tool_list_changed(self, server_id: str) -> threading.Thread | None:
-        """The server sent ``notifications/tools/list_changed``: refresh in the background."""
-        return self._refresh_in_background(server_id)
+        """The server sent ``notifications/tools/list_changed``: refresh in the background.
+
+        Called by the session thread when the notification arrives; never blocks.
+        Several notifications during one refresh cost one more refresh, not one each.
+        """
+        return self._refresh_in_background(server_id, rerun=True)
 
     def on_server_enabled(self, server: McpServerConfig) -> threading.Thread | None:
-        """A server was (re-)enabled or reconfigured: remember it and refresh."""
+        """A server was (re-)enabled or reconfigured: remember it and refresh.
+
+        A changed config replaces the server's session (new process); a disabled
+        one has its session stopped.
+        """
         self.servers[server.id] = server
-        return self._refresh_in_background(server.id)
+        return self._refresh_in_background(server.id, rerun=True)
 
     def on_server_restarted(self, server_id: str) -> threading.Thread | None:
-        """A server restarted: its tool list may have changed."""
-        return self._refresh_in_background(server_id)
+        """Restart a server: stop its session and process, reconnect and refresh."""
+        return self._refresh_in_background(server_id, rerun=True, reconnect=True)
 
     def wait_idle(self, timeout: float = 30.0) -> None:
-        """Join in-flight refreshes (tests and orderly shutdown)."""
-        for t in list(self._inflight.values()):
-            t.join(timeout)
+        """Join in-flight refreshes, reruns included (tests and orderly shutdown)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                threads = list(self._inflight.values())
+            if not threads or time.monotonic() >= deadline:
+                return
+            for t in threads:
+                t.join(max(0.0, deadline - time.monotonic()))
 
     async def call_tool(self, server_id: str, tool: str, args: dict[str, Any]) -> Any:
-        """Proxy one call to the server (the execution path, not the catalog path)."""
+        """Proxy one call to the server (the execution path, not the catalog path).
+
+        Raises ``McpServerUnavailable`` when the server is gone or does not answer
+        within its ``timeout``.
+        """
         server = self.servers.get(server_id)
         if server is None or not server.enabled:
             raise RuntimeError(f"MCP server {server_id!r} is not enabled")
-        return await self._caller(server, tool, args)
+        if self._caller is not None:
+            return await self._caller(server, tool, args)
+        return await self._sessions.call_tool(server, tool, args)
+
+    def close(self) -> None:
+        """Stop every session and server process, then join the refresh threads. Final.
+
+        Sessions go first so that a refresh blocked on a server fails fast instead of
+        running out its timeout. Idempotent.
+        """
+        with self._lock:
+            self._closed = True
+        self._sessions.close()
+        self.wait_idle()
+
+    def __enter__(self) -> McpCatalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def sync_mcp_tools_to_registry(
@@ -228,8 +311,34 @@ def sync_mcp_tools_to_registry(
     """Register cached MCP tools (cache-only; never connects); returns the wire names.
 
     ``selected_ids`` limits to tool ids ``"<server_id>:<tool_name>"``; the scan stops
-    once every selected id is claimed. Idempotent.
+    once every selected id is claimed. Idempotent. Concurrent syncs (a request's
+    and a list-changed one) are serialized: interleaved, one could unregister the
+    tools the other just registered from a newer snapshot.
     """
+    with _sync_lock:
+        return _sync(registry, catalog, selected_ids)
+
+
+def keep_registry_synced(
+    registry: ToolRegistry, catalog: McpCatalog, selected_ids: set[str] | None = None
+) -> Callable[[], None]:
+    """Re-sync ``registry`` whenever a refresh changes a server's cached tools.
+
+    This is how ``tools/list_changed`` (and a restart or re-enable) reaches the
+    registered entries without anyone calling :func:`sync_mcp_tools_to_registry`.
+    Returns the unsubscribe callable.
+    """
+
+    def on_change(server_id: str) -> None:
+        sync_mcp_tools_to_registry(registry, catalog, selected_ids)
+
+    return catalog.subscribe(on_change)
+
+
+_sync_lock = threading.Lock()
+
+
+def _sync(registry: ToolRegistry, catalog: McpCatalog, selected_ids: set[str] | None) -> list[str]:
     registered: list[str] = []
     claimed: set[str] = set()
     for server in sorted(catalog.servers.values(), key=lambda s: s.id):

@@ -153,25 +153,25 @@ def test_sync_never_connects_and_keeps_entries_of_cold_server() -> None:
 
 def test_real_server_sync_namespace_and_call(server: McpServerConfig, ctx: ToolContext) -> None:
     reg = ToolRegistry()
-    cat = McpCatalog([server])
-    assert sync_mcp_tools_to_registry(reg, cat) == []  # cold: nothing yet, refresh fired
-    cat.wait_idle()
-    names = sync_mcp_tools_to_registry(reg, cat)
-    add = reg.get(wire_name("srv-1", "Demo Server", "add"))
-    assert add is not None and add.name in names
-    assert (add.namespace, add.namespace_label) == ("mcp:srv-1", "mcp:Demo Server")
-    assert add.model_description == "Add two numbers."
-    assert add.parameters["required"] == ["a"]
-    out = json.loads(handle_function_call(add.name, {"a": 40}, ctx=ctx, registry=reg,
-                                          hooks=HookRegistry()))  # fmt: skip
-    assert out["content"] == "42"
+    with McpCatalog([server]) as cat:  # close() stops the server's session and process
+        assert sync_mcp_tools_to_registry(reg, cat) == []  # cold: nothing yet, refresh fired
+        cat.wait_idle()
+        names = sync_mcp_tools_to_registry(reg, cat)
+        add = reg.get(wire_name("srv-1", "Demo Server", "add"))
+        assert add is not None and add.name in names
+        assert (add.namespace, add.namespace_label) == ("mcp:srv-1", "mcp:Demo Server")
+        assert add.model_description == "Add two numbers."
+        assert add.parameters["required"] == ["a"]
+        out = json.loads(handle_function_call(add.name, {"a": 40}, ctx=ctx, registry=reg,
+                                              hooks=HookRegistry()))  # fmt: skip
+        assert out["content"] == "42"
 
 
 def test_force_prompt_tool_is_gated_and_never_deferred(server: McpServerConfig) -> None:
     reg = ToolRegistry()
-    cat = McpCatalog([server])
-    cat.refresh_tools("srv-1")
-    sync_mcp_tools_to_registry(reg, cat)
+    with McpCatalog([server]) as cat:
+        cat.refresh_tools("srv-1")
+        sync_mcp_tools_to_registry(reg, cat)
     wipe = reg.get(wire_name("srv-1", "Demo Server", "wipe"))
     assert wipe is not None and wipe.defer == "never" and wipe.is_approval_gated()
     assert wipe.name not in should_defer(reg.entries(), 10)
