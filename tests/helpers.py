@@ -49,38 +49,64 @@ def short_tmpdir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
 
 
+class RedisProcess:
+    """A real redis-server on 127.0.0.1 at a fixed port, which tests may kill and restart."""
+
+    def __init__(self) -> None:
+        exe = shutil.which("redis-server")
+        require(exe is not None, "redis-server is not installed (apt-get install redis-server)")
+        assert exe is not None
+        self.exe = exe
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.workdir = short_tmpdir("sbx-redis-")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server (empty: nothing is persisted) and wait until it answers."""
+        import redis
+
+        self.proc = subprocess.Popen(
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        client = redis.Redis(port=self.port)
+
+        def answers() -> bool:
+            try:
+                return bool(client.ping())
+            except redis.RedisError:
+                return False
+
+        try:
+            wait_until(answers, 20, "redis-server to answer")
+        finally:
+            client.close()
+
+    def kill(self) -> None:
+        """SIGKILL the server, as a crash would."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=20)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def redis_server() -> Iterator[str]:
     """A real redis-server on 127.0.0.1 and a free port; yields its URL."""
-    exe = shutil.which("redis-server")
-    require(exe is not None, "redis-server is not installed (apt-get install redis-server)")
-    assert exe is not None
-    port = free_port()
-    workdir = short_tmpdir("sbx-redis-")
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    import redis
-
-    client = redis.Redis(port=port)
-
-    def answers() -> bool:
-        try:
-            return bool(client.ping())
-        except redis.RedisError:
-            return False
-
+    server = RedisProcess()
     try:
-        wait_until(answers, 20, "redis-server to answer")
-        yield f"redis://127.0.0.1:{port}/0"
+        server.start()
+        yield server.url
     finally:
-        client.close()
-        proc.terminate()
-        proc.wait(timeout=20)
-        shutil.rmtree(workdir, ignore_errors=True)
+        server.stop()
 
 
 class WorkerProcess:

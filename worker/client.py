@@ -8,20 +8,19 @@ call whose worker died into a ``lost`` result instead of waiting forever.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 import uuid
 from typing import Any, Literal
 
+import redis
 from celery import Celery
-from celery.exceptions import TimeoutError as CeleryTimeout
-from celery.result import AsyncResult
+from kombu.exceptions import OperationalError
 
 from process_registry.sessions import load_or_create_secret, validate_session_id
 
 from .app import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK, create_app
-from .connection import redis_client, resolve_broker_url
+from .connection import display_url, redis_client, resolve_broker_url
 from .liveness import CallLedger
 from .messages import ApprovalMessage, ApprovalResult, TerminalResult, ToolCallMessage
 from .process_client import AsyncProcessClientMixin, ProcessClientMixin
@@ -33,10 +32,17 @@ from .settings import Settings, get_settings
 _LIVENESS_POLL_S = 1.0
 # Extra time a client waits beyond the command's own timeout.
 _ANSWER_SLACK_S = 30.0
+# Reconnection backoff while the broker is unreachable.
+_RECONNECT_FIRST_S = 0.05
+_RECONNECT_MAX_S = 1.0
 
 
 class ClientError(RuntimeError):
     """The client could not be set up (no session, no token, no broker)."""
+
+
+class BrokerUnavailable(ClientError):
+    """The broker could not be reached: the message says whether the call was sent."""
 
 
 def _resolve_token(settings: Settings, session_id: str, token: str | None) -> str:
@@ -122,17 +128,7 @@ class SandboxClient(ProcessClientMixin):
             backend=self.backend,
             deadline_s=wait,
         )
-        self.app.send_task(
-            TOOL_CALL_TASK,
-            args=[message.model_dump(mode="json")],
-            task_id=call_id,
-            queue=queue or self.settings.queue,
-            ignore_result=True,
-            # Celery would otherwise copy a repr of the arguments (the command) into the
-            # message headers: extra work per call, and a second copy of any secret in it.
-            argsrepr="",
-            kwargsrepr="",
-        )
+        self._send(TOOL_CALL_TASK, [message.model_dump(mode="json")], call_id, queue)
         try:
             return self.result(call_id, wait)
         except KeyboardInterrupt:
@@ -146,41 +142,98 @@ class SandboxClient(ProcessClientMixin):
         """
         self.ledger.request_cancel(call_id)
 
+    def _send(self, task: str, args: list[Any], task_id: str, queue: str | None) -> None:
+        """Publish one task message; :class:`BrokerUnavailable` if the broker is down.
+
+        Every sbx task answers through the ledger's mailbox under ``task_id``,
+        never through Celery's result backend (see docs/architecture.md).
+        """
+        try:
+            self.app.send_task(
+                task,
+                args=args,
+                task_id=task_id,
+                queue=queue or self.settings.queue,
+                ignore_result=True,
+                # Celery would otherwise copy a repr of the arguments (commands, tokens)
+                # into the message headers: work per call, and a second copy of secrets.
+                argsrepr="",
+                kwargsrepr="",
+            )
+        except (OperationalError, redis.RedisError) as exc:
+            raise BrokerUnavailable(
+                f"cannot reach the broker at {display_url(self.broker_url)}: {exc}; "
+                "the call was not sent"
+            ) from None
+
+    def _wait_answer(self, call_id: str, wait: float, *, claimed: bool) -> str | None:
+        """The answer of ``call_id`` within ``wait`` seconds, else None.
+
+        ``claimed`` calls (tool calls) whose worker died answer ``lost``. A broker
+        that goes away is waited for until the deadline (a worker holds a
+        finished call's result until it can deliver it), then :class:`BrokerUnavailable`.
+        """
+        deadline = time.monotonic() + wait
+        backoff = _RECONNECT_FIRST_S
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                value = self.ledger.take_result(
+                    call_id, min(_LIVENESS_POLL_S, max(0.0, remaining))
+                )
+                if value is not None:
+                    return value
+                if claimed and self.ledger.is_lost(call_id):
+                    declare_lost(self.ledger, call_id, None)
+                    continue
+                backoff = _RECONNECT_FIRST_S
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                if time.monotonic() >= deadline:
+                    raise BrokerUnavailable(
+                        f"lost the broker at {display_url(self.broker_url)} while waiting for "
+                        f"call {call_id}: {exc}; the call may have run: collect its result "
+                        "with result(call_id, wait) once the broker is back"
+                    ) from None
+                # Retry backoff, not synchronisation: nothing to wait on while it is down.
+                time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+                backoff = min(backoff * 2, _RECONNECT_MAX_S)
+                continue
+            if time.monotonic() >= deadline:
+                return None
+
+    def _ask(self, task: str, args: list[Any], wait: float, queue: str | None = None) -> str | None:
+        """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer)."""
+        task_id = uuid.uuid4().hex
+        self._send(task, args, task_id, queue)
+        return self._wait_answer(task_id, wait, claimed=False)
+
     def result(self, call_id: str, wait: float) -> str:
-        """The result JSON of call ``call_id``, waiting up to ``wait`` seconds.
+        """The result JSON of tool call ``call_id``, waiting up to ``wait`` seconds.
 
         Answers ``{"status": "lost"}`` when the call's worker died, and
         ``{"status": "pending", "call_id": ...}`` when nothing came in time; call
         again with the same id to keep waiting. A result is handed out once.
+        A broker that goes away while waiting is waited for; :class:`BrokerUnavailable`
+        if it is still gone at the deadline.
         """
-        deadline = time.monotonic() + wait
-        while True:
-            remaining = deadline - time.monotonic()
-            value = self.ledger.take_result(call_id, min(_LIVENESS_POLL_S, max(0.0, remaining)))
-            if value is not None:
-                return value
-            if self.ledger.is_lost(call_id):
-                declare_lost(self.ledger, call_id, None)
-                continue
-            if time.monotonic() >= deadline:
-                return json.dumps(
-                    {
-                        "status": "pending",
-                        "error": f"no result within {wait:g}s: is an `sbx worker` running "
-                        f"for queue {self.settings.queue!r}? (call id {call_id})",
-                        "call_id": call_id,
-                    }
-                )
+        value = self._wait_answer(call_id, wait, claimed=True)
+        if value is not None:
+            return value
+        return json.dumps(
+            {
+                "status": "pending",
+                "error": f"no result within {wait:g}s: is an `sbx worker` running "
+                f"for queue {self.settings.queue!r}? (call id {call_id})",
+                "call_id": call_id,
+            }
+        )
 
     def ping(self, timeout: float = 10.0) -> bool:
         """True when a worker answers a no-op task within ``timeout`` seconds."""
-        result = self.app.send_task(PING_TASK, queue=self.settings.queue)
         try:
-            return bool(result.get(timeout=timeout) == "pong")
-        except CeleryTimeout:
+            return self._ask(PING_TASK, [], timeout) == "pong"
+        except BrokerUnavailable:
             return False
-        finally:
-            _release(result)
 
     # -- approvals -------------------------------------------------------------------
 
@@ -207,16 +260,10 @@ class SandboxClient(ProcessClientMixin):
             action=action,
             scope=scope,
         )
-        result = self.app.send_task(
-            APPROVAL_TASK, args=[message.model_dump()], queue=self.settings.queue
-        )
-        try:
-            raw = result.get(timeout=_ANSWER_SLACK_S)
-        except CeleryTimeout:
+        raw = self._ask(APPROVAL_TASK, [message.model_dump()], _ANSWER_SLACK_S)
+        if raw is None:
             return ApprovalResult(status="error", approval_id=approval_id,
                                   error="no worker answered the approval")  # fmt: skip
-        finally:
-            _release(result)
         return ApprovalResult.model_validate_json(raw)
 
     # -- typed helpers -------------------------------------------------------------
@@ -246,16 +293,6 @@ class SandboxClient(ProcessClientMixin):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _release(result: AsyncResult) -> None:
-    """Stop listening for ``result`` now, while the broker connection is alive.
-
-    Celery otherwise unsubscribes when the object is garbage collected, which
-    may be after the client (or the broker) is gone.
-    """
-    with contextlib.suppress(Exception):
-        result.backend.remove_pending_result(result)
 
 
 def _call_budget(args: Any, settings: Settings) -> float:

@@ -20,6 +20,15 @@ def resolve_broker_url(settings: Settings, *, start_embedded: bool = True) -> st
     return broker.url
 
 
+def display_url(url: str) -> str:
+    """``url`` without its password, for messages and logs."""
+    parsed = urlparse(url)
+    if parsed.password is None:
+        return url
+    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
+    return parsed._replace(netloc=netloc).geturl()
+
+
 def redis_client(url: str) -> redis.Redis:
     """A redis-py client for a ``redis://``, ``rediss://`` or ``redis+socket://`` URL."""
     parsed = urlparse(url)

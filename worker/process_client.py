@@ -22,9 +22,6 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from celery.exceptions import TimeoutError as CeleryTimeout
-from celery.result import AsyncResult
-
 from .process_messages import (
     Continuation,
     ProcessError,
@@ -48,11 +45,6 @@ if TYPE_CHECKING:
 
 _SLACK_S = 30.0
 """Extra seconds a client waits beyond an action's own duration."""
-
-
-def _release(result: AsyncResult) -> None:
-    with contextlib.suppress(Exception):
-        result.backend.remove_pending_result(result)
 
 
 def _parse(raw: str) -> dict[str, Any]:
@@ -183,19 +175,12 @@ class ProcessClientMixin:
             {"session_id": self.session_id, "session_token": self.session_token, "op": op,
              **fields}
         )  # fmt: skip
-        result = self.app.send_task(
-            SESSION_OP_TASK, args=[message.model_dump()], queue=queue or self.settings.queue
-        )
-        deadline = time.monotonic() + wait
-        try:
-            raw = result.get(timeout=max(0.1, deadline - time.monotonic()))
-        except CeleryTimeout:
+        raw = self._host()._ask(SESSION_OP_TASK, [message.model_dump()], wait, queue)
+        if raw is None:
             raise ProcessError(
                 f"no worker answered within {wait:g}s: is an `sbx worker` running?", "pending"
-            ) from None
-        finally:
-            _release(result)
-        return _parse(raw if isinstance(raw, str) else json.dumps(raw))
+            )
+        return _parse(raw)
 
     def receipt(self, process_id: str) -> Receipt:
         """The receipt of a finished process this session (or its predecessor) owns."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery import Celery
+from celery import Celery, Task
 from pydantic import ValidationError
 
 from process_registry.sessions import InvalidSessionId, validate_session_id
@@ -22,6 +22,7 @@ from registry.results import to_json, tool_error
 from .process_messages import SessionOpMessage
 from .processes import ProcessService, install_process_service
 from .services import Services, services
+from .tasks import deliver_result
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,9 @@ def execute_session_op(raw: Any, svc: Services) -> str:
 def register_session_tasks(app: Celery) -> None:
     """Add ``sbx.session_op`` to ``app`` (call next to ``register_tasks``)."""
 
-    @app.task(name=SESSION_OP_TASK)  # type: ignore[untyped-decorator]
-    def session_op(message: dict[str, Any]) -> str:
-        return execute_session_op(message, services())
+    @app.task(name=SESSION_OP_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
+    def session_op(self: Task, message: dict[str, Any]) -> str:
+        svc = services()
+        answer = execute_session_op(message, svc)
+        deliver_result(svc.ledger, str(self.request.id), answer)
+        return answer

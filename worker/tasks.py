@@ -2,17 +2,55 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from typing import Any
 
+import redis
 from celery import Celery, Task
 from celery.exceptions import Ignore
 
 from .app import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
 from .approvals import execute_approval
 from .calls import cancelled_before_start, execute_call
-from .liveness import CANCELLED, DUPLICATE
+from .liveness import CANCELLED, DUPLICATE, CallLedger
 from .services import Services, services
+
+log = logging.getLogger(__name__)
+
+# How long a finished call's worker keeps trying to hand its result to a broker
+# that went away, so a broker restart does not lose the answer of a call that ran.
+DELIVERY_PATIENCE_S = 300.0
+
+
+def deliver_result(
+    ledger: CallLedger, call_id: str, result: str, patience: float = DELIVERY_PATIENCE_S
+) -> bool:
+    """Deliver ``result`` to the call's mailbox, retrying while the broker is unreachable.
+
+    True when delivered (or a result was delivered before); False when the
+    broker stayed unreachable for ``patience`` seconds (logged: the result is gone).
+    """
+    deadline = time.monotonic() + patience
+    backoff, warned = 0.05, False
+    while True:
+        try:
+            ledger.deliver(call_id, result)
+            if warned:
+                log.warning("broker back: result of call %s delivered", call_id)
+            return True
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            if time.monotonic() >= deadline:
+                log.error("result of call %s not delivered: broker unreachable for %gs (%s)",
+                          call_id, patience, exc)  # fmt: skip
+                return False
+            if not warned:
+                log.warning("broker unreachable; holding the result of call %s: %s", call_id, exc)
+                warned = True
+            # Retry backoff: there is nothing to wait on while the broker is down.
+            time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+            backoff = min(backoff * 2, 2.0)
 
 
 def run_claimed(call_id: str, message: Any, svc: Services) -> str:
@@ -28,31 +66,35 @@ def run_claimed(call_id: str, message: Any, svc: Services) -> str:
         raise Ignore()
     if claim == CANCELLED:
         result = cancelled_before_start(call_id)
-        ledger.deliver(call_id, result)
+        deliver_result(ledger, call_id, result)
         return result
     cancel = threading.Event()
     heartbeat = svc.heartbeat
     heartbeat.add(call_id, cancel)
     try:
         result = execute_call(message, svc, cancel=cancel)
-        ledger.deliver(call_id, result)
+        deliver_result(ledger, call_id, result)
         return result
     finally:
         heartbeat.finish(call_id)
 
 
 def register_tasks(app: Celery) -> None:
-    """Add sbx's tasks to ``app``."""
+    """Add sbx's tasks to ``app``; each answers through the ledger's mailbox."""
 
-    # Results travel through the call's mailbox, not Celery's result backend.
     @app.task(name=TOOL_CALL_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def tool_call(self: Task, message: dict[str, Any]) -> str:
         return run_claimed(str(self.request.id), message, services())
 
-    @app.task(name=APPROVAL_TASK)  # type: ignore[untyped-decorator]
-    def approval(message: dict[str, Any]) -> str:
-        return execute_approval(message, services())
+    @app.task(name=APPROVAL_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
+    def approval(self: Task, message: dict[str, Any]) -> str:
+        svc = services()
+        answer = execute_approval(message, svc)
+        deliver_result(svc.ledger, str(self.request.id), answer)
+        return answer
 
-    @app.task(name=PING_TASK)  # type: ignore[untyped-decorator]
-    def ping() -> str:
+    @app.task(name=PING_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
+    def ping(self: Task) -> str:
+        # A ping's asker waits seconds, not minutes: do not hold its answer long.
+        deliver_result(services().ledger, str(self.request.id), "pong", patience=5.0)
         return "pong"

@@ -1,0 +1,97 @@
+"""A broker that goes away: clear errors, nothing lost that can be kept, service resumes.
+
+The broker here is a real redis-server that is SIGKILLed and restarted empty on
+the same port, as a crashed and restarted broker would be.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import settings_for
+from tests.helpers import RedisProcess, wait_until
+from worker.client import BrokerUnavailable, SandboxClient
+
+
+@pytest.fixture
+def broker() -> Iterator[RedisProcess]:
+    server = RedisProcess()
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_a_call_sent_while_the_broker_is_down_fails_clearly_and_service_resumes(
+    broker: RedisProcess, sbx_home: Path, start_worker: Any
+) -> None:
+    start_worker(broker.url)
+    with SandboxClient(session_id="gone", settings=settings_for(sbx_home, broker.url)) as client:
+        assert client.exec("echo before").output == "before\n"
+        broker.kill()
+        with pytest.raises(BrokerUnavailable) as info:
+            client.tool_call("terminal", {"command": "echo never"})
+        assert f"127.0.0.1:{broker.port}" in str(info.value)
+        assert "not sent" in str(info.value)
+        assert client.ping(timeout=1.0) is False
+        broker.start()
+        # The worker reconnects by itself; the same client works again.
+        wait_until(lambda: client.ping(timeout=1.0), 60, "the worker to reconnect")
+        assert client.exec("echo after").output == "after\n"
+
+
+def test_a_running_call_keeps_its_result_across_a_broker_restart(
+    broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
+) -> None:
+    worker = start_worker(broker.url)
+    started, go = tmp_path / "started", tmp_path / "go"
+    command = f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo finished"
+    answer: list[str] = []
+    with SandboxClient(session_id="restart", settings=settings_for(sbx_home, broker.url)) as client:
+        t = threading.Thread(
+            target=lambda: answer.append(client.tool_call("terminal", {"command": command}))
+        )
+        t.start()
+        wait_until(started.exists, 60, "the command to start")
+        broker.kill()
+        go.touch()
+        # The call finished while the broker was gone: its worker holds the result.
+        wait_until(lambda: "holding the result" in worker.log(), 60, "the worker to hold it")
+        broker.start()
+        t.join(timeout=120)
+        assert not t.is_alive()
+    result = json.loads(answer[0])
+    assert (result["output"], result["exit_code"]) == ("finished\n", 0)
+    assert "delivered" in worker.log()
+
+
+def test_a_waiting_client_reports_a_broker_that_stays_away(
+    broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
+) -> None:
+    start_worker(broker.url)
+    started = tmp_path / "started"
+    with SandboxClient(session_id="away", settings=settings_for(sbx_home, broker.url)) as client:
+        answer: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                client.tool_call("terminal", {"command": f"touch {started}; sleep 30"}, wait=3)
+            except BaseException as exc:
+                answer.append(exc)
+
+        t = threading.Thread(target=call)
+        t.start()
+        wait_until(started.exists, 60, "the command to start")
+        broker.kill()
+        t.join(timeout=120)
+        assert not t.is_alive()
+        # Back before the worker stops: its held result is delivered, nothing hangs.
+        broker.start()
+    assert len(answer) == 1 and isinstance(answer[0], BrokerUnavailable), answer
+    message = str(answer[0])
+    assert "while waiting for call" in message and "may have run" in message
