@@ -24,6 +24,13 @@ its previous entries; a warm snapshot replaces them (stale ones are removed).
 a server's list, so a list-changed notification reaches the registry unaided.
 A force-prompt tool is registered ``defer="never"`` and approval-gated.
 
+Sharing across processes: with a ``store`` (:class:`~registry.mcp_cache.McpCacheStore`)
+the catalog starts from the persisted last good snapshot of each configured server
+(same configuration only) and persists every refresh outcome, so a worker serves
+last session's tools at once and ``sbx tools`` / ``sbx doctor`` see what workers
+saw. An ``offline`` catalog (the CLI's) is read-only: it never connects, never
+refreshes and never writes; its calls fail with ``McpServerUnavailable``.
+
 Wire names: ``mcp__<server slug>__<tool slug>__<digest>`` where the digest is 8
 hex chars of sha256(server_id NUL tool_name) and slugs are ASCII-folded
 ``[a-z0-9_]`` (no ``__`` inside a segment), cut to keep the whole name within
@@ -45,6 +52,7 @@ from typing import Any
 
 from .context import ToolContext
 from .core import ToolRegistry
+from .mcp_cache import McpCacheStore
 from .mcp_session import (
     McpServerConfig,
     McpServerUnavailable,
@@ -56,6 +64,7 @@ from .mcp_session import (
 
 __all__ = [
     "MAX_TOOL_NAME",
+    "McpCacheStore",
     "McpCatalog",
     "McpServerConfig",
     "McpServerUnavailable",
@@ -112,15 +121,25 @@ class McpCatalog:
     reads and :meth:`prewarm` just join the one in flight. After a refresh that
     changed the cached list, every :meth:`subscribe` listener is called with the
     server id (on the refresh thread). :meth:`close` stops sessions and threads.
+
+    ``store`` seeds the cache at construction and receives every refresh outcome,
+    written *after* the listeners ran: once a process sees a tool in the file, the
+    registry of the worker that wrote it already holds the tool. ``offline`` makes
+    the catalog read-only (see module doc).
     """
 
     def __init__(
         self, servers: Iterable[McpServerConfig] = (), *,
         lister: Lister | None = None, caller: Caller | None = None,
+        store: McpCacheStore | None = None, offline: bool = False,
     ) -> None:  # fmt: skip
         self.servers: dict[str, McpServerConfig] = {s.id: s for s in servers}
         self._cache: dict[str, list[McpToolSpec]] = {}
         self._errors: dict[str, str] = {}
+        self._refreshed_at: dict[str, float] = {}
+        self._store, self._offline = store, offline
+        if store is not None:
+            self._seed(store)
         self._inflight: dict[str, threading.Thread] = {}
         self._rerun: set[str] = set()  # a refresh was asked for while one was in flight
         self._reconnect: set[str] = set()  # drop the session before the next listing
@@ -131,11 +150,27 @@ class McpCatalog:
         # starts no thread until first used; the notification path re-enters the catalog
         self._sessions = McpSessions(on_tools_changed=self.on_tool_list_changed)
 
+    def _seed(self, store: McpCacheStore) -> None:
+        """Start from the persisted snapshot of each configured server (same config only)."""
+        for server in self.servers.values():
+            entry = store.entry_for(server)
+            if entry is None:
+                continue
+            if entry.tools is not None:
+                self._cache[server.id] = entry.tools
+            if entry.refreshed_at is not None:
+                self._refreshed_at[server.id] = entry.refreshed_at
+            if entry.error is not None:
+                self._errors[server.id] = entry.error
+
     def list_tools(self, server_id: str) -> list[McpToolSpec] | None:
-        """Cached tools; ``None`` when never warmed (and one background refresh is fired)."""
+        """Cached tools; ``None`` when never warmed (and one background refresh is fired).
+
+        An offline catalog fires nothing: never warmed stays ``None``.
+        """
         with self._lock:
             cached = self._cache.get(server_id)
-            cold = cached is None and server_id in self.servers
+            cold = cached is None and server_id in self.servers and not self._offline
         if cold:
             self._refresh_in_background(server_id)
         return None if cached is None else list(cached)
@@ -143,6 +178,26 @@ class McpCatalog:
     def last_error(self, server_id: str) -> str | None:
         """The message of the last failed refresh of ``server_id`` (cleared by a success)."""
         return self._errors.get(server_id)
+
+    def status(self, server_id: str) -> dict[str, Any]:
+        """What a status view shows of ``server_id``; never connects.
+
+        ``cached_tools`` is the number of cached tools (``None``: never warmed),
+        ``refreshed_at`` the time of the last successful refresh (epoch seconds),
+        ``last_error`` that of the last failed one, if it failed since.
+        """
+        server = self.servers.get(server_id)
+        with self._lock:
+            cached = self._cache.get(server_id)
+            refreshed_at = self._refreshed_at.get(server_id)
+        return {
+            "id": server_id,
+            "name": server.name if server is not None else server_id,
+            "enabled": server is not None and server.enabled,
+            "cached_tools": None if cached is None else len(cached),
+            "refreshed_at": refreshed_at,
+            "last_error": self._errors.get(server_id),
+        }
 
     def is_connected(self, server_id: str) -> bool:
         """Whether ``server_id`` has a live session now (for status views; never connects)."""
@@ -152,8 +207,11 @@ class McpCatalog:
         """Live: list over the server's session, write the cache. On failure keep the last good.
 
         Blocks the calling thread (never call it from a tool-list build). A disabled
-        server's session is stopped and its cache returned unchanged.
+        server's session is stopped and its cache returned unchanged; an offline
+        catalog returns its cache without connecting.
         """
+        if self._offline:
+            return self.list_tools(server_id)
         server = self.servers.get(server_id)
         with self._lock:
             reconnect = server_id in self._reconnect
@@ -173,12 +231,16 @@ class McpCatalog:
 
                 tools = asyncio.run(live())
         except Exception as exc:  # any failure keeps the last good snapshot
-            self._errors[server_id] = f"{type(exc).__name__}: {exc}"
+            error = f"{type(exc).__name__}: {exc}"
+            self._errors[server_id] = error
             log.warning("MCP refresh of %s failed (%s); keeping last good tools", server_id, exc)
+            if self._store is not None and not self._closed:  # a shutdown is not news
+                self._store.record_failure(server, error)
             return self._cache.get(server_id)
         with self._lock:
             changed = self._cache.get(server_id) != tools
             self._cache[server_id] = tools
+            self._refreshed_at[server_id] = time.time()
             self._errors.pop(server_id, None)
             listeners = list(self._listeners.values()) if changed else []
         for listener in listeners:
@@ -186,6 +248,8 @@ class McpCatalog:
                 listener(server_id)
             except Exception:  # one bad listener must not starve the others
                 log.exception("MCP catalog listener raised for %s", server_id)
+        if self._store is not None:  # after the listeners: see the class doc
+            self._store.record_success(server, tools)
         return list(tools)
 
     def subscribe(self, listener: Callable[[str], None]) -> Callable[[], None]:
@@ -207,7 +271,7 @@ class McpCatalog:
         self, server_id: str, *, rerun: bool = False, reconnect: bool = False
     ) -> threading.Thread | None:
         with self._lock:
-            if self._closed:
+            if self._closed or self._offline:
                 return None
             if reconnect:
                 self._reconnect.add(server_id)
@@ -283,6 +347,8 @@ class McpCatalog:
         server = self.servers.get(server_id)
         if server is None or not server.enabled:
             raise RuntimeError(f"MCP server {server_id!r} is not enabled")
+        if self._offline:
+            raise McpServerUnavailable("this MCP catalog is offline (read-only): call the worker")
         if self._caller is not None:
             return await self._caller(server, tool, args)
         return await self._sessions.call_tool(server, tool, args)

@@ -19,6 +19,9 @@ Contracts:
   reconnect also reports ``on_tools_changed``: a new process may list other tools.
 * Every wait is bounded by ``McpServerConfig.timeout`` (connect + initialize,
   then each request), with a backstop on the caller's side.
+* A server process gets only :func:`server_environment`: a secret-free baseline
+  (``PATH``, ``HOME``, locale, ...) plus its configured ``env``, never the
+  worker's environment (``SBX_SECRET_KEY``, broker credentials).
 * :meth:`McpSessions.close` stops every connection (the SDK closes stdin, then
   terminates and reaps the process tree) and joins the thread. It is final.
 
@@ -31,10 +34,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
+import sys
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias, TypeVar
 
 if TYPE_CHECKING:  # the SDK is optional: imported lazily where it is used
     from anyio.streams.memory import MemoryObjectSendStream
@@ -53,13 +58,19 @@ _MAX_PAGES = 100  # a server that never stops paginating must not loop forever
 
 @dataclass(frozen=True, slots=True)
 class McpServerConfig:
-    """One configured MCP server (stdio transport)."""
+    """One configured MCP server (stdio transport).
+
+    ``env`` holds the *only* variables the server process gets besides a fixed,
+    secret-free baseline (:data:`BASELINE_ENV_VARS`): the worker's own environment
+    (``SBX_SECRET_KEY``, broker credentials, cloud keys) is never inherited. Its
+    values are secrets: ``env`` is left out of ``repr`` so a logged config shows none.
+    """
 
     id: str
     name: str
     command: str
     args: tuple[str, ...] = ()
-    env: dict[str, str] | None = None
+    env: dict[str, str] | None = field(default=None, repr=False)
     enabled: bool = True
     force_prompt_tools: frozenset[str] = frozenset()
     timeout: float = 30.0
@@ -78,10 +89,49 @@ class McpServerUnavailable(RuntimeError):
     """The server could not be started, did not answer in time, or its connection closed."""
 
 
+BASELINE_ENV_VARS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
+"""What a server process inherits from the worker: locations and locale, never credentials."""
+
+
+def server_environment(server: McpServerConfig) -> dict[str, str]:
+    """The complete environment of ``server``'s process: the baseline, then its ``env``.
+
+    Passed in full (never ``None``) so that the isolation does not depend on how
+    an SDK version fills in a missing environment.
+    """
+    env = {k: v for k in BASELINE_ENV_VARS if (v := os.environ.get(k)) is not None}
+    return env | (server.env or {})
+
+
 def _params(server: McpServerConfig) -> Any:
     from mcp import StdioServerParameters
 
-    return StdioServerParameters(command=server.command, args=list(server.args), env=server.env)
+    return StdioServerParameters(
+        command=server.command, args=list(server.args), env=server_environment(server)
+    )
+
+
+def _server_stderr() -> TextIO:
+    """Where a server process's stderr goes: this process's stderr, as a real file.
+
+    Celery replaces ``sys.stderr`` with a logging proxy that has no file descriptor,
+    which a child cannot inherit (and the SDK's default is bound at import time), so
+    fall back to the original ``sys.__stderr__``, then to ``/dev/null``.
+    """
+    global _devnull
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    if _devnull is None:
+        _devnull = open(os.devnull, "w")  # noqa: SIM115 - kept open for every later server
+    return _devnull
+
+
+_devnull: TextIO | None = None
 
 
 def _specs(tools: list[Any]) -> list[McpToolSpec]:
@@ -110,7 +160,7 @@ async def stdio_list_tools(server: McpServerConfig) -> list[McpToolSpec]:
 
     async with (
         asyncio.timeout(server.timeout),
-        stdio_client(_params(server)) as (r, w),
+        stdio_client(_params(server), _server_stderr()) as (r, w),
         ClientSession(r, w) as session,
     ):
         await session.initialize()
@@ -125,7 +175,7 @@ async def stdio_call_tool(server: McpServerConfig, tool: str, args: dict[str, An
 
     async with (
         asyncio.timeout(server.timeout),
-        stdio_client(_params(server)) as (r, w),
+        stdio_client(_params(server), _server_stderr()) as (r, w),
         ClientSession(r, w) as session,
     ):
         await session.initialize()
@@ -350,7 +400,7 @@ class McpSessions:
                 log.warning("MCP server %s sent an unreadable message: %r", server.id, message)
 
         try:
-            async with stdio_client(_params(server)) as (read, write):
+            async with stdio_client(_params(server), _server_stderr()) as (read, write):
                 relay_in, relay_out = anyio.create_memory_object_stream[Relayed](0)
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._relay, read, relay_in, conn)

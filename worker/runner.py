@@ -11,6 +11,7 @@ from celery.signals import worker_ready, worker_shutdown
 
 from .app import create_app
 from .connection import resolve_broker_url
+from .mcp_wiring import start_mcp
 from .processes import (
     adopt_processes,
     close_process_service,
@@ -49,6 +50,8 @@ def run_worker(
     own_queue = worker_queue_name(settings)
     install_process_service(configure_services(settings, url), settings, own_queue)
     reaper: list[Reaper] = []
+    # before consuming: persisted MCP tools are callable from the first task; never blocks
+    mcp = start_mcp(settings)
 
     def _ready(**_: Any) -> None:
         svc = services()
@@ -61,6 +64,8 @@ def run_worker(
         log.info("sbx worker %s ready on %s", svc.worker_id, ",".join(queues or [settings.queue]))
 
     def _shutdown(**_: Any) -> None:
+        if mcp is not None:
+            mcp.close()  # stops the MCP server processes
         for r in reaper:
             r.stop()
         close_process_service(services())
@@ -81,4 +86,8 @@ def run_worker(
         "--without-heartbeat",
         f"--loglevel={loglevel}",
     ]
-    app.worker_main(argv=argv)
+    try:
+        app.worker_main(argv=argv)
+    finally:
+        if mcp is not None:
+            mcp.close()  # idempotent; covers an exit that skipped worker_shutdown

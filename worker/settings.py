@@ -9,10 +9,19 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, SecretStr, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -39,6 +48,75 @@ class _YamlFileSource(InitSettingsSource):
             fields = settings_cls.model_fields
             data = {k: v for k, v in loaded.items() if k in fields}
         super().__init__(settings_cls, data)
+
+
+class McpServerSettings(BaseModel):
+    """One ``mcp_servers`` entry of config.yaml: a stdio MCP server whose tools the worker serves.
+
+    ``env`` values are secrets: kept as ``SecretStr`` (masked in reprs and in
+    validation errors) and given only to the server process, which inherits
+    nothing else of the worker's environment but ``PATH``, ``HOME`` and locale.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = None
+    """Display name (wire-name slug, ``tool_search`` label); defaults to the server id."""
+    command: str = Field(min_length=1)
+    args: tuple[str, ...] = ()
+    env: dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], SecretStr] = (
+        Field(default_factory=dict)
+    )
+    enabled: bool = True
+    force_prompt_tools: tuple[str, ...] = ()
+    """Tools that always ask for approval and are never deferred."""
+    timeout: float = Field(default=30.0, gt=0, le=3600)
+    """Seconds for start-up + handshake and for each request."""
+
+
+class _Hidden:
+    """Stands in for a rejected input so that a validation error cannot print a secret."""
+
+    def __init__(self, value: object) -> None:
+        self.what = type(value).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.what}, hidden>"
+
+
+def _env_value(value: Any) -> Any:
+    if isinstance(value, bool):  # YAML ``true`` means the string a shell would see
+        return SecretStr(str(value).lower())
+    return SecretStr(str(value)) if isinstance(value, str | int | float) else _Hidden(value)
+
+
+def _hide_mcp_secrets(value: Any) -> Any:
+    """Mask ``env`` values before validation: pydantic errors echo the input they reject."""
+    if value is None:  # ``mcp_servers:`` with nothing under it
+        return {}
+    if not isinstance(value, dict):
+        return _Hidden(value)
+    out: dict[Any, Any] = {}
+    for sid, entry in value.items():
+        if isinstance(entry, McpServerSettings):  # built in code: already validated
+            out[sid] = entry
+            continue
+        if not isinstance(entry, dict):
+            out[sid] = _Hidden(entry)
+            continue
+        env = entry.get("env")
+        if isinstance(env, dict):
+            env = {k: _env_value(v) for k, v in env.items()}
+        elif env is not None:
+            env = _Hidden(env)
+        out[sid] = {**entry, "env": env} if "env" in entry else entry
+    return out
+
+
+McpServers = Annotated[
+    dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")], McpServerSettings],
+    BeforeValidator(_hide_mcp_secrets),
+]
 
 
 class Settings(BaseSettings):
@@ -80,6 +158,8 @@ class Settings(BaseSettings):
     """Overrides ``approvals.mode`` of config.yaml; ``off`` still refuses hardline commands."""
     embedded_redis_server: str | None = None
     """Path of the redis-server binary for the embedded broker; found automatically when unset."""
+    mcp_servers: McpServers = Field(default_factory=dict)
+    """MCP servers by id (1-64 of ``[A-Za-z0-9_-]``); see docs/architecture.md, "MCP tools"."""
 
     @field_validator("process_output_cap", mode="after")
     @classmethod
@@ -110,7 +190,20 @@ class Settings(BaseSettings):
         return self.home / "secret.key"
 
 
+class SettingsError(ValueError):
+    """The configuration (``SBX_*`` or config.yaml) is invalid; one line, values never shown."""
+
+
 @cache
 def get_settings() -> Settings:
-    """The process's settings, read on first use and never again."""
-    return Settings()
+    """The process's settings, read on first use and never again.
+
+    Raises :class:`SettingsError` naming each bad key and what is wrong with it.
+    """
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise SettingsError(f"invalid configuration (config.yaml or SBX_*): {problems}") from None

@@ -142,7 +142,10 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    """Tool definitions, MCP tools included from the shared snapshot (never connects)."""
+    from registry.core import registry
     from registry.discovery import discover_builtin_tools
+    from registry.mcp import sync_mcp_tools_to_registry
     from registry.toolsets import (
         LEGACY_TOOLSET_MAP,
         PLATFORM_PRESETS,
@@ -150,7 +153,12 @@ def cmd_tools(args: argparse.Namespace) -> int:
         get_tool_definitions,
     )
 
+    from ..mcp_wiring import open_offline_catalog
+
+    settings = get_settings()
     discover_builtin_tools()
+    if settings.mcp_servers:  # what workers last saw; a never-seen server contributes nothing
+        sync_mcp_tools_to_registry(registry, open_offline_catalog(settings))
     enabled = args.toolsets.split(",") if args.toolsets else None
     known = all_toolset_names() | set(LEGACY_TOOLSET_MAP) | set(PLATFORM_PRESETS)
     unknown = sorted(set(enabled or ()) - known)
@@ -166,9 +174,11 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    """Backends, broker and configured MCP servers (from the snapshot: never connects)."""
     from environments.factory import backend_availability, backend_names
 
     from ..broker import EmbeddedBroker
+    from ..mcp_wiring import open_offline_catalog
 
     settings = get_settings()
     backends = {}
@@ -180,12 +190,19 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         broker = {"url": "(SBX_BROKER_URL)", "embedded": False}
     else:
         broker = {**EmbeddedBroker(settings.home).status(), "embedded": True}
+    catalog = open_offline_catalog(settings)
+    mcp = [catalog.status(sid) for sid in sorted(catalog.servers)]
     report = {"home": str(settings.home), "default_backend": settings.backend,
-              "backends": backends, "broker": broker}  # fmt: skip
+              "backends": backends, "broker": broker, "mcp_servers": mcp}  # fmt: skip
     lines = [f"home: {settings.home}", f"broker: {broker}"]
     lines += [
         f"  {'ok ' if v['available'] else 'no '} {k}: {v['reason']}" for k, v in backends.items()
     ]
+    for m in mcp:
+        tools = "never refreshed" if m["cached_tools"] is None else f"{m['cached_tools']} tools"
+        state = "enabled" if m["enabled"] else "disabled"
+        error = f"; last refresh failed: {m['last_error']}" if m["last_error"] else ""
+        lines.append(f"  mcp {m['id']} ({state}): {tools}{error}")
     emit(report, as_json=args.json, human="\n".join(lines))
     return EXIT_OK
 

@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 
+from ..settings import SettingsError
 from .commands import add_core_commands
 from .output import EXIT_FAILURE, EXIT_USAGE, CliError
 from .process_commands import add_process_commands
@@ -40,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         sys.stderr.write(f"sbx: {exc}\n")
         return exc.status
+    except SettingsError as exc:
+        sys.stderr.write(f"sbx: {exc}\n")
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # one line, never a traceback

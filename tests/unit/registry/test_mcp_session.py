@@ -296,3 +296,55 @@ def test_close_stops_the_server_process(
     assert cat.list_tools("dyn") is None  # closed: still cache-only, and no refresh starts
     with pytest.raises(McpServerUnavailable, match="closed"):
         run_async(cat.call_tool("dyn", "pid", {}))
+
+
+ENV_SERVER = '''
+import json, os
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("env")
+
+@app.tool()
+def environment() -> str:
+    """The server's whole environment."""
+    return json.dumps(dict(os.environ))
+
+if __name__ == "__main__":
+    app.run()
+'''
+
+
+def test_server_gets_its_env_and_not_the_workers_secrets(
+    tmp_path: Path, catalogs: Callable[[list[McpServerConfig]], McpCatalog],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("SBX_SECRET_KEY", "worker-signing-key")
+    monkeypatch.setenv("SBX_BROKER_URL", "redis://:hunter2@broker:6379/0")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
+    script = tmp_path / "env_server.py"
+    script.write_text(ENV_SERVER)
+    env = {"API_TOKEN": "server-token", "PATH": os.environ["PATH"]}
+    cfg = McpServerConfig("env", "Env", sys.executable, (str(script),), env=env)
+    assert "server-token" not in repr(cfg)
+    cat = catalogs([cfg])
+    seen = json.loads(run_async(cat.call_tool("env", "environment", {}))["content"])
+    assert seen["API_TOKEN"] == "server-token"
+    leaked = {"SBX_SECRET_KEY", "SBX_BROKER_URL", "AWS_SECRET_ACCESS_KEY"} & set(seen)
+    assert leaked == set()
+
+
+def test_server_starts_when_stderr_has_no_file_descriptor(
+    server: McpServerConfig, catalogs: Callable[[list[McpServerConfig]], McpCatalog],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    class LoggingProxy:  # what a Celery worker puts in sys.stderr
+        def write(self, text: str) -> int:
+            return len(text)
+
+    monkeypatch.setattr(sys, "stderr", LoggingProxy())
+    cat = catalogs([server])
+    assert "pid" in tool_names_after_refresh(cat, "dyn")
+
+
+def tool_names_after_refresh(cat: McpCatalog, server_id: str) -> set[str]:
+    return {t.name for t in cat.refresh_tools(server_id) or []}
