@@ -1,10 +1,13 @@
 """Walking-skeleton benchmark: terminal calls beside raw bash and a Celery no-op, one run.
 
-    python -m bench.bench_core [--n 300]
+    python -m bench.bench_core [--n 300] [--sequential]
 
 Measures raw ``bash -c 'echo hi'``, a no-op Celery round trip, the terminal
 tool in-process, and the terminal tool through a real worker on the embedded
-broker and on an external redis-server (started here when installed).
+broker and on an external redis-server (started here when installed). By
+default the samples of all paths are taken in turns, so that load drifting on a
+shared machine hits every path alike; ``--sequential`` measures one path after
+another.
 Target: through the worker on the embedded broker, p50 <= 2.5 x raw bash.
 """
 
@@ -19,11 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from bench.stats import Timing, measure, report
+from bench.stats import Timing, measure_paths, report
 from environments.pool import SandboxPool
+from process_registry.sessions import load_or_create_secret
 from registry.context import ToolContext
 from registry.core import registry as tool_registry
 from registry.discovery import discover_builtin_tools
@@ -37,6 +41,8 @@ REPO = Path(__file__).resolve().parent.parent
 @contextlib.contextmanager
 def worker_process(home: Path, broker_url: str | None) -> Iterator[SandboxClient]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SBX_")}
+    home.mkdir(parents=True, exist_ok=True)
+    load_or_create_secret(home / "secret.key")  # the deployment's secret, before its workers
     env.update(SBX_HOME=str(home), PYTHONPATH=str(REPO))
     if broker_url:
         env["SBX_BROKER_URL"] = broker_url
@@ -95,51 +101,53 @@ def terminal_via(client: SandboxClient) -> None:
     assert out["output"] == "hi\n", out
 
 
-def run(n: int) -> list[Timing]:
-    timings: list[Timing] = []
-    raw = measure("raw bash -c 'echo hi'", lambda: subprocess.run(
-        ["bash", "-c", "echo hi"], capture_output=True, check=True), n)  # fmt: skip
-    timings.append(raw)
-
+def run(n: int, *, interleave: bool = True) -> list[Timing]:
     discover_builtin_tools()
     pool = SandboxPool()
     ctx = ToolContext(session_id="bench", call_id="c", backend="local", pool=pool)
     call = {"command": "echo hi"}
 
+    def raw_bash() -> None:
+        subprocess.run(["bash", "-c", "echo hi"], capture_output=True, check=True)
+
     def in_process() -> None:
         out = json.loads(tool_registry.dispatch("terminal", call, ctx))
         assert out["output"] == "hi\n", out
 
-    timings.append(measure("sbx terminal in-process (dispatch)", in_process, n))
-    pool.close_all()
-
     home = Path(tempfile.mkdtemp(prefix="sbx-bench-", dir="/tmp"))
     try:
-        with worker_process(home, None) as client:
-            timings.append(measure("celery no-op round trip (embedded)",
-                                   lambda: client.ping(timeout=30), n))  # fmt: skip
-            timings.append(measure("sbx terminal via worker (embedded)",
-                                   lambda: terminal_via(client), n))  # fmt: skip
-        with external_redis() as url:
+        with contextlib.ExitStack() as stack:
+            embedded = stack.enter_context(worker_process(home / "embedded", None))
+            paths: list[tuple[str, Callable[[], object]]] = [
+                ("raw bash -c 'echo hi'", raw_bash),
+                ("sbx terminal in-process (dispatch)", in_process),
+                ("celery no-op round trip (embedded)", lambda: embedded.ping(timeout=30)),
+                ("sbx terminal via worker (embedded)", lambda: terminal_via(embedded)),
+            ]
+            url = stack.enter_context(external_redis())
             if url is None:
                 print("(no redis-server installed: external Redis path skipped)")
             else:
-                with worker_process(home, url) as client:
-                    timings.append(measure("celery no-op round trip (redis)",
-                                           lambda: client.ping(timeout=30), n))  # fmt: skip
-                    timings.append(measure("sbx terminal via worker (redis)",
-                                           lambda: terminal_via(client), n))  # fmt: skip
+                external = stack.enter_context(worker_process(home / "redis", url))
+                paths += [
+                    ("celery no-op round trip (redis)", lambda: external.ping(timeout=30)),
+                    ("sbx terminal via worker (redis)", lambda: terminal_via(external)),
+                ]
+            return measure_paths(paths, n, interleave=interleave)
     finally:
-        EmbeddedBroker(home).stop()
+        pool.close_all()
+        EmbeddedBroker(home / "embedded").stop()
         shutil.rmtree(home, ignore_errors=True)
-    return timings
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--sequential", action="store_true",
+                        help="measure one path after another instead of in turns")  # fmt: skip
     args = parser.parse_args()
-    timings = run(args.n)
+    timings = run(args.n, interleave=not args.sequential)
+    print("samples taken " + ("one path after another" if args.sequential else "in turns"))
     print(report(timings, timings[0]))
     embedded = next(t for t in timings if t.name == "sbx terminal via worker (embedded)")
     ratio = embedded.p50 / timings[0].p50

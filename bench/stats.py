@@ -37,6 +37,30 @@ def measure(name: str, fn: Callable[[], object], n: int, warmup: int = 10) -> Ti
     return Timing(name, samples)
 
 
+def measure_paths(
+    paths: list[tuple[str, Callable[[], object]]], n: int, *, interleave: bool, warmup: int = 10
+) -> list[Timing]:
+    """``n`` samples of each path: in turns (``interleave``) or one path after another.
+
+    On a shared machine load drifts over seconds: taking the samples of all
+    paths in turns exposes each to the same drift, so their ratios hold; one
+    path after another keeps each path's caches warm (tight loops flatter
+    short paths such as raw bash).
+    """
+    if not interleave:
+        return [measure(name, fn, n, warmup) for name, fn in paths]
+    for _ in range(warmup):
+        for _, fn in paths:
+            fn()
+    samples: list[list[float]] = [[] for _ in paths]
+    for _ in range(n):
+        for i, (_, fn) in enumerate(paths):
+            t0 = time.perf_counter()
+            fn()
+            samples[i].append((time.perf_counter() - t0) * 1000.0)
+    return [Timing(name, s) for (name, _), s in zip(paths, samples, strict=True)]
+
+
 def report(timings: list[Timing], baseline: Timing) -> str:
     """A table of p50/p95 with each p50 as a ratio of ``baseline``'s p50."""
     width = max(len(t.name) for t in timings)
