@@ -95,3 +95,7 @@ def _dead(w: WorkerProcess) -> bool:
     if w.proc is not None and w.proc.poll() is not None:
         raise AssertionError(f"worker exited early:\n{w.log()}")
     return False
+
+
+# RabbitMQ (tests of SBX_BROKER_URL=amqp://): a session node, started on first use.
+pytest_plugins.append("tests.fixtures_amqp")

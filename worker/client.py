@@ -20,7 +20,7 @@ from kombu.exceptions import OperationalError
 from process_registry.sessions import load_or_create_secret, validate_session_id
 
 from .app import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK, create_app
-from .connection import display_url, redis_client, resolve_broker_url
+from .connection import display_url, redis_client, resolve_broker_url, resolve_ledger_url
 from .liveness import CallLedger
 from .messages import ApprovalMessage, ApprovalResult, TerminalResult, ToolCallMessage
 from .process_client import AsyncProcessClientMixin, ProcessClientMixin
@@ -88,9 +88,12 @@ class SandboxClient(ProcessClientMixin):
         self.session_token = _resolve_token(self.settings, self.session_id, session_token)
         self.backend = backend
         self.broker_url = broker_url or resolve_broker_url(self.settings)
+        # sbx's own state (claims, heartbeats, result mailboxes, routes) lives in the
+        # ledger's Redis: the broker itself when it is Redis (see worker.connection).
+        self.ledger_url = resolve_ledger_url(self.settings, self.broker_url)
         self.app: Celery = create_app(self.broker_url, self.settings)
         self.ledger = CallLedger(
-            redis_client(self.broker_url),
+            redis_client(self.ledger_url),
             claim_ttl=self.settings.claim_ttl,
             lost_after=self.settings.lost_after,
         )
@@ -190,7 +193,7 @@ class SandboxClient(ProcessClientMixin):
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 if time.monotonic() >= deadline:
                     raise BrokerUnavailable(
-                        f"lost the broker at {display_url(self.broker_url)} while waiting for "
+                        f"lost the connection to {display_url(self.ledger_url)} while waiting for "
                         f"call {call_id}: {exc}; the call may have run: collect its result "
                         "with result(call_id, wait) once the broker is back"
                     ) from None

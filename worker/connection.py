@@ -1,4 +1,11 @@
-"""Where the broker is: the configured URL, or the embedded server (started on demand)."""
+"""Where the broker and the ledger are.
+
+The *broker* carries Celery's task messages: ``SBX_BROKER_URL`` (Redis or
+AMQP), or the embedded Redis under ``SBX_HOME``. The *ledger* is the Redis in
+which sbx keeps its own state -- call claims, heartbeats, result mailboxes,
+process routes, approvals: ``SBX_LEDGER_URL``, else the broker when that is
+Redis, else the embedded Redis (started on demand, like the embedded broker).
+"""
 
 from __future__ import annotations
 
@@ -7,15 +14,67 @@ from urllib.parse import urlparse
 import redis
 
 from .broker import EmbeddedBroker
-from .settings import Settings
+from .settings import Settings, SettingsError
+
+REDIS_SCHEMES = frozenset({"redis", "rediss", "redis+socket", "socket", "unix"})
+"""URL schemes of a Redis server (``redis+socket``/``socket``/``unix``: a unix socket)."""
+AMQP_SCHEMES = frozenset({"amqp", "amqps", "pyamqp"})
+"""URL schemes of an AMQP 0-9-1 broker (RabbitMQ), through kombu's py-amqp transport."""
+
+
+def url_scheme(url: str) -> str:
+    """The lower-case scheme of ``url`` (``""`` when it has none)."""
+    return urlparse(url).scheme.lower()
+
+
+def is_redis_url(url: str) -> bool:
+    """True for a URL naming a Redis server."""
+    return url_scheme(url) in REDIS_SCHEMES
+
+
+def is_amqp_url(url: str) -> bool:
+    """True for a URL naming an AMQP broker."""
+    return url_scheme(url) in AMQP_SCHEMES
 
 
 def resolve_broker_url(settings: Settings, *, start_embedded: bool = True) -> str:
     """``SBX_BROKER_URL`` if set; otherwise the embedded broker's URL (started if asked)."""
     if settings.broker_url:
         return settings.broker_url
+    return _embedded_url(settings, start_embedded)
+
+
+def resolve_ledger_url(
+    settings: Settings, broker_url: str | None = None, *, start_embedded: bool = True
+) -> str:
+    """The Redis URL of sbx's state (see the module doc).
+
+    ``broker_url`` is the broker actually used when it differs from
+    ``settings.broker_url`` (``sbx worker --broker``, ``SandboxClient(broker_url)``).
+    Raises :class:`SettingsError` (one line) when ``SBX_LEDGER_URL`` is not Redis.
+    """
+    if settings.ledger_url:
+        check_ledger_url(settings.ledger_url)
+        return settings.ledger_url
+    broker = broker_url or settings.broker_url
+    if broker and is_redis_url(broker):
+        return broker
+    return _embedded_url(settings, start_embedded)
+
+
+def check_ledger_url(url: str) -> None:
+    """:class:`SettingsError` unless ``url`` names a Redis server."""
+    if not is_redis_url(url):
+        scheme = url_scheme(url) or "(no scheme)"
+        raise SettingsError(
+            f"SBX_LEDGER_URL must be a Redis URL (redis://, rediss:// or redis+socket://), "
+            f"not {scheme}: sbx keeps call claims, heartbeats and results there"
+        )
+
+
+def _embedded_url(settings: Settings, start: bool) -> str:
     broker = EmbeddedBroker(settings.home, settings.embedded_redis_server)
-    if start_embedded:
+    if start:
         broker.ensure_running()
     return broker.url
 
@@ -36,6 +95,7 @@ def redis_client(url: str) -> redis.Redis:
         return redis.Redis(unix_socket_path=parsed.path, socket_connect_timeout=5)
     if parsed.scheme in ("redis", "rediss"):
         return redis.Redis.from_url(url, socket_connect_timeout=5)
-    raise ValueError(
-        f"sbx keeps call claims and heartbeats in Redis; {parsed.scheme}:// is not a Redis URL"
+    raise SettingsError(
+        f"sbx keeps call claims and heartbeats in Redis; {parsed.scheme or '(no scheme)'}:// "
+        "is not a Redis URL (set SBX_LEDGER_URL to one)"
     )

@@ -9,8 +9,8 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_ready, worker_shutdown
 
-from .app import create_app
-from .connection import resolve_broker_url
+from .app import create_app, worker_queue
+from .connection import display_url, is_amqp_url, resolve_broker_url
 from .mcp_wiring import start_mcp
 from .processes import (
     adopt_processes,
@@ -25,6 +25,10 @@ from .settings import Settings
 from .tasks import register_tasks
 
 log = logging.getLogger(__name__)
+
+
+def _tick() -> None:
+    """A timer entry that only wakes the worker's event loop (see ``run_worker``)."""
 
 
 def worker_app(settings: Settings, broker_url: str | None = None) -> Celery:
@@ -48,12 +52,21 @@ def run_worker(
     app = worker_app(settings, url)
     # Each worker also consumes its own queue: actions on its local processes go there.
     own_queue = worker_queue_name(settings)
+    if is_amqp_url(url):
+        # Declared by this worker alone, durable and expiring (worker.app.worker_queue).
+        app.amqp.queues.add(worker_queue(own_queue))
     install_process_service(configure_services(settings, url), settings, own_queue)
     reaper: list[Reaper] = []
     # before consuming: persisted MCP tools are callable from the first task; never blocks
     mcp = start_mcp(settings)
 
-    def _ready(**_: Any) -> None:
+    def _ready(sender: Any = None, **_: Any) -> None:
+        hub = getattr(sender, "hub", None)  # sender: the consumer
+        if hub is not None:
+            # Celery notices a warm shutdown (SIGTERM) only between two polls of its event
+            # loop, which sleeps up to 10 s while the broker is quiet (AMQP; Redis wakes it
+            # every second): a tick bounds that to 1 s. Kept across reconnects.
+            hub.call_repeatedly(1.0, _tick)
         svc = services()
         adopt_processes(svc)
         r = Reaper(
@@ -61,7 +74,13 @@ def run_worker(
         )
         r.start()
         reaper.append(r)
-        log.info("sbx worker %s ready on %s", svc.worker_id, ",".join(queues or [settings.queue]))
+        log.info(
+            "sbx worker %s ready on %s (broker %s, ledger %s)",
+            svc.worker_id,
+            ",".join(queues or [settings.queue]),
+            display_url(svc.broker_url),
+            display_url(svc.ledger_url),
+        )
 
     def _shutdown(**_: Any) -> None:
         if mcp is not None:

@@ -16,7 +16,7 @@ from environments.pool import SandboxPool
 from process_registry.sessions import SessionSigner, load_or_create_secret
 from registry.approval import ApprovalGuard
 
-from .connection import redis_client, resolve_broker_url
+from .connection import redis_client, resolve_broker_url, resolve_ledger_url
 from .liveness import CallLedger, Heartbeat
 from .settings import Settings, get_settings
 
@@ -41,9 +41,12 @@ class Services:
 
     settings: Settings
     broker_url: str
+    """Where Celery messages go (Redis or AMQP)."""
     signer: SessionSigner
     ledger: CallLedger
     pool: SandboxPool
+    ledger_url: str = ""
+    """The Redis holding sbx's state (``ledger`` is a client of it); see ``worker.connection``."""
     worker_id: str = field(default_factory=worker_identity)
     extras: dict[str, Any] = field(default_factory=dict)
     """Optional tool services by name (``approval``, ``processes``)."""
@@ -74,10 +77,12 @@ class Services:
 def build_services(settings: Settings, broker_url: str | None = None) -> Services:
     """Services for ``settings`` (tests build their own; workers use :func:`services`)."""
     url = broker_url or resolve_broker_url(settings)
-    client = redis_client(url)
+    ledger_url = resolve_ledger_url(settings, url)
+    client = redis_client(ledger_url)
     svc = Services(
         settings=settings,
         broker_url=url,
+        ledger_url=ledger_url,
         signer=load_signer(settings),
         ledger=CallLedger(client, claim_ttl=settings.claim_ttl, lost_after=settings.lost_after),
         pool=SandboxPool(idle_ttl=settings.sandbox_idle_ttl),
@@ -89,7 +94,7 @@ def build_services(settings: Settings, broker_url: str | None = None) -> Service
 def build_approval_guard(settings: Settings, client: redis.Redis) -> ApprovalGuard:
     """The worker's approval guard: config from ``$SBX_HOME/config.yaml``, state in Redis.
 
-    Approvals live in the broker's Redis so that every worker serving a session
+    Approvals live in the ledger's Redis so that every worker serving a session
     sees the same pending approvals and grants.
     """
     return ApprovalGuard.from_config_file(

@@ -21,8 +21,8 @@ from registry.results import to_json, tool_error
 
 from .process_messages import SessionOpMessage
 from .processes import ProcessService, install_process_service
-from .services import Services, services
-from .tasks import deliver_result
+from .services import Services
+from .tasks import answer_in_mailbox
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,4 @@ def register_session_tasks(app: Celery) -> None:
 
     @app.task(name=SESSION_OP_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def session_op(self: Task, message: dict[str, Any]) -> str:
-        svc = services()
-        answer = execute_session_op(message, svc)
-        deliver_result(svc.ledger, str(self.request.id), answer)
-        return answer
+        return answer_in_mailbox(str(self.request.id), execute_session_op, message)

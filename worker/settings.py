@@ -127,6 +127,10 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=default_home)
     broker_url: str | None = None
     """External broker and result backend; unset means the embedded Redis under ``home``."""
+    ledger_url: str | None = None
+    """Redis for sbx's own state (claims, heartbeats, result mailboxes, process routes,
+    approvals); unset means the broker when it is Redis, else the embedded Redis under
+    ``home`` (workers and clients on other machines must then share one via this URL)."""
     secret_key: SecretStr | None = None
     backend: str = "local"
     session_id: str | None = None

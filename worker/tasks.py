@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -79,6 +80,14 @@ def run_claimed(call_id: str, message: Any, svc: Services) -> str:
         heartbeat.finish(call_id)
 
 
+def answer_in_mailbox(task_id: str, execute: Callable[[Any, Services], str], message: Any) -> str:
+    """``execute(message, services())``, its answer delivered to ``task_id``'s mailbox."""
+    svc = services()
+    answer = execute(message, svc)
+    deliver_result(svc.ledger, task_id, answer)
+    return answer
+
+
 def register_tasks(app: Celery) -> None:
     """Add sbx's tasks to ``app``; each answers through the ledger's mailbox."""
 
@@ -88,10 +97,7 @@ def register_tasks(app: Celery) -> None:
 
     @app.task(name=APPROVAL_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def approval(self: Task, message: dict[str, Any]) -> str:
-        svc = services()
-        answer = execute_approval(message, svc)
-        deliver_result(svc.ledger, str(self.request.id), answer)
-        return answer
+        return answer_in_mailbox(str(self.request.id), execute_approval, message)
 
     @app.task(name=PING_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def ping(self: Task) -> str:

@@ -8,7 +8,6 @@ CLI command did not connect. Waits are condition-based; there are no sleeps.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,16 +19,11 @@ import yaml
 from process_registry.sessions import load_or_create_secret
 from registry.mcp import wire_name
 from tests.conftest import settings_for
-from tests.helpers import files_containing, wait_until
+from tests.helpers import files_containing, require_module, wait_until
 from tests.integration.test_cli import sbx
 from worker.client import SandboxClient
 
-try:
-    import mcp  # noqa: F401
-except ImportError:  # the real MCP SDK is part of the suite: never silently skipped in CI
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("the mcp SDK is not installed (pip install 'sbx[mcp]')", allow_module_level=True)
+require_module("mcp", "pip install 'sbx[mcp]'")  # the real MCP SDK, never faked
 
 WAIT = 120.0  # an upper bound for a condition, not a timing assertion
 TOKEN = "mcp-demo-token-5f0c2b7e9a"  # a configured env secret: must not leak anywhere

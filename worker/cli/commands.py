@@ -174,10 +174,11 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """Backends, broker and configured MCP servers (from the snapshot: never connects)."""
+    """Backends, broker, ledger and configured MCP servers (from the snapshot: never connects)."""
     from environments.factory import backend_availability, backend_names
 
     from ..broker import EmbeddedBroker
+    from ..connection import display_url, resolve_ledger_url, url_scheme
     from ..mcp_wiring import open_offline_catalog
 
     settings = get_settings()
@@ -185,16 +186,21 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for name in backend_names():
         ok, reason = backend_availability(name)
         backends[name] = {"available": ok, "reason": reason}
-    broker: dict[str, Any]
-    if settings.broker_url:
-        broker = {"url": "(SBX_BROKER_URL)", "embedded": False}
-    else:
-        broker = {**EmbeddedBroker(settings.home).status(), "embedded": True}
+    embedded = EmbeddedBroker(settings.home, settings.embedded_redis_server)
+
+    def where(url: str | None) -> dict[str, Any]:  # never connects; passwords masked
+        if url is None or url == embedded.url:
+            return {**embedded.status(), "embedded": True, "transport": "redis"}
+        return {"url": display_url(url), "embedded": False, "transport": url_scheme(url)}
+
+    broker = where(settings.broker_url)
+    ledger = where(resolve_ledger_url(settings, start_embedded=False))
     catalog = open_offline_catalog(settings)
     mcp = [catalog.status(sid) for sid in sorted(catalog.servers)]
     report = {"home": str(settings.home), "default_backend": settings.backend,
-              "backends": backends, "broker": broker, "mcp_servers": mcp}  # fmt: skip
-    lines = [f"home: {settings.home}", f"broker: {broker}"]
+              "backends": backends, "broker": broker, "ledger": ledger,
+              "mcp_servers": mcp}  # fmt: skip
+    lines = [f"home: {settings.home}", f"broker: {broker}", f"ledger: {ledger}"]
     lines += [
         f"  {'ok ' if v['available'] else 'no '} {k}: {v['reason']}" for k, v in backends.items()
     ]

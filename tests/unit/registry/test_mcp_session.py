@@ -31,14 +31,9 @@ from registry.mcp import (
     sync_mcp_tools_to_registry,
     wire_name,
 )
-from tests.helpers import wait_until
+from tests.helpers import require_module, wait_until
 
-try:
-    import mcp  # noqa: F401
-except ImportError:  # the real MCP SDK is part of the suite: never silently skipped in CI
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("the mcp SDK is not installed (pip install 'sbx[mcp]')", allow_module_level=True)
+require_module("mcp", "pip install 'sbx[mcp]'")  # the real MCP SDK, never faked
 
 WAIT = 60.0  # an upper bound for a condition, not a timing assertion
 
