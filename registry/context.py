@@ -33,6 +33,8 @@ class ToolContext:
     services: dict[str, Any] = field(default_factory=dict)
     cancel: threading.Event = field(default_factory=threading.Event)
     """Set when the caller cancels the call; long-running tools stop and report it."""
+    forwarded: bool = False
+    """The call was forwarded by another worker: answer it here, never forward it again."""
 
     def remaining(self) -> float:
         """Seconds left before the call's deadline (never negative)."""

@@ -78,6 +78,7 @@ def execute_call(
         max_timeout=settings.max_timeout,
         services=services.extras,
         cancel=cancel or threading.Event(),
+        forwarded=message.forwarded,
     )
     try:
         return handle_function_call(

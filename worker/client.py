@@ -131,7 +131,7 @@ class SandboxClient(ProcessClientMixin):
             backend=self.backend,
             deadline_s=wait,
         )
-        self._send(TOOL_CALL_TASK, [message.model_dump(mode="json")], call_id, queue)
+        self.send_call(message, queue)
         try:
             return self.result(call_id, wait)
         except KeyboardInterrupt:
@@ -169,7 +169,12 @@ class SandboxClient(ProcessClientMixin):
                 "the call was not sent"
             ) from None
 
-    def _wait_answer(self, call_id: str, wait: float, *, claimed: bool) -> str | None:
+    def send_call(self, message: ToolCallMessage, queue: str | None = None) -> None:
+        """Queue an already built call message (``queue``: the shared queue when None);
+        :meth:`wait_answer` or :meth:`result` then collects it by ``message.call_id``."""
+        self._send(TOOL_CALL_TASK, [message.model_dump(mode="json")], message.call_id, queue)
+
+    def wait_answer(self, call_id: str, wait: float, *, claimed: bool) -> str | None:
         """The answer of ``call_id`` within ``wait`` seconds, else None.
 
         ``claimed`` calls (tool calls) whose worker died answer ``lost``. A broker
@@ -208,7 +213,7 @@ class SandboxClient(ProcessClientMixin):
         """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer)."""
         task_id = uuid.uuid4().hex
         self._send(task, args, task_id, queue)
-        return self._wait_answer(task_id, wait, claimed=False)
+        return self.wait_answer(task_id, wait, claimed=False)
 
     def result(self, call_id: str, wait: float) -> str:
         """The result JSON of tool call ``call_id``, waiting up to ``wait`` seconds.
@@ -219,7 +224,7 @@ class SandboxClient(ProcessClientMixin):
         A broker that goes away while waiting is waited for; :class:`BrokerUnavailable`
         if it is still gone at the deadline.
         """
-        value = self._wait_answer(call_id, wait, claimed=True)
+        value = self.wait_answer(call_id, wait, claimed=True)
         if value is not None:
             return value
         return json.dumps(

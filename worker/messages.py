@@ -21,6 +21,8 @@ class ToolCallMessage(BaseModel):
     backend: str | None = None
     deadline_s: float | None = Field(default=None, gt=0)
     """Seconds the caller will wait; the worker answers before then."""
+    forwarded: bool = False
+    """Sent by a worker on behalf of its caller (see ``worker.forwarding``): never forwarded."""
 
 
 class TerminalResult(BaseModel):

@@ -22,6 +22,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from .forwarding import route_key
 from .process_messages import (
     Continuation,
     ProcessError,
@@ -33,7 +34,6 @@ from .process_messages import (
     SessionOpMessage,
     VerifyReport,
 )
-from .processes import route_key
 from .session_tasks import SESSION_OP_TASK
 
 if TYPE_CHECKING:

@@ -47,17 +47,12 @@ from process_registry.registry import InputUnsupported, ProcessRegistry, PtyUnsu
 from process_registry.sessions import InvalidSessionId, validate_session_id
 from registry.tools.process import ProcessArgs
 
+from .forwarding import ProcessForwarder, route_key
 from .settings import Settings
 
 log = logging.getLogger(__name__)
 
-ROUTE_PREFIX = "sbx:process:"
 _ANSWER_MARGIN_S = 1.0
-
-
-def route_key(process_id: str) -> str:
-    """Redis key naming the worker queue that holds ``process_id``."""
-    return ROUTE_PREFIX + process_id
 
 
 def worker_queue_name(settings: Settings, host: str | None = None, pid: int | None = None) -> str:
@@ -96,6 +91,8 @@ class ProcessService:
         self.pool = pool
         self.redis = redis_client
         self.worker_queue = worker_queue
+        self.forwarder: ProcessForwarder | None = None
+        """Set by :func:`install_process_service` in a worker with its own queue."""
         self.registry = ProcessRegistry(
             settings.home,
             self._lookup,
@@ -181,8 +178,16 @@ class ProcessService:
     # -- the process tool ------------------------------------------------------------------
 
     def handle(self, args: ProcessArgs, ctx: Any) -> dict[str, Any]:
-        """Run one ``process`` tool action for the verified ``ctx.session_id``."""
+        """Run one ``process`` tool action for the verified ``ctx.session_id``.
+
+        An action for a process another worker holds is forwarded to it, and
+        ``list`` includes the session's processes on other workers
+        (:mod:`worker.forwarding`).
+        """
         session = str(ctx.session_id)
+        forwarded = self._forward(args, ctx)
+        if forwarded is not None:
+            return forwarded
         try:
             if args.action == "list":
                 infos = self.registry.list(session)
@@ -209,6 +214,43 @@ class ProcessService:
             return self._write(pid, args.data, ctx)
         except (ProcessRegistryError, InvalidSessionId) as exc:
             return _failure(exc)
+
+    def _forward(self, args: ProcessArgs, ctx: Any) -> dict[str, Any] | None:
+        """The answer of the worker(s) holding what ``args`` asks about; None: answer here."""
+        fwd = self.forwarder
+        if fwd is None or getattr(ctx, "forwarded", False):
+            return None
+        session, backend = str(ctx.session_id), str(ctx.backend)
+        wait = max(1.0, float(ctx.remaining()) - _ANSWER_MARGIN_S)
+        try:
+            if args.action == "list":
+                queues = fwd.session_queues(session)
+                if not queues:
+                    return None
+                mine = self.registry.list(session)
+                merged = {i.process_id: i.model_dump(mode="json") for i in mine}
+                unreachable = []
+                for queue in sorted(queues):
+                    answer = fwd.forward(queue, {"action": "list"}, session, backend, wait)
+                    if "processes" not in answer:
+                        unreachable.append(queue)
+                    for item in answer.get("processes", []):
+                        merged.setdefault(item["process_id"], item)
+                result: dict[str, Any] = {
+                    "processes": sorted(merged.values(), key=lambda i: i.get("started_at") or 0)
+                }
+                if unreachable:
+                    result["unreachable_workers"] = unreachable
+                return result
+            if args.process_id is None or self.registry.tracks(args.process_id):
+                return None
+            holder = fwd.holder_queue(args.process_id)
+            if holder is None:
+                return None
+            return fwd.forward(holder, args.model_dump(exclude_none=True), session, backend, wait)
+        except Exception as exc:  # the broker or ledger went away: say so, never raise
+            log.warning("forwarding a process action failed", exc_info=True)
+            return _error(f"could not reach the worker holding it: {exc}", "error")
 
     def _write(self, process_id: str, data: str | None, ctx: Any) -> dict[str, Any]:
         if data is None:
@@ -292,6 +334,8 @@ class ProcessService:
 
     def close(self) -> None:
         """Stop watching; the processes keep running for the next worker to adopt."""
+        if self.forwarder is not None:
+            self.forwarder.close()
         self.registry.close()
 
 
@@ -309,6 +353,8 @@ def install_process_service(
     service = ProcessService(
         settings, services.pool, redis_client=services.ledger.client, worker_queue=worker_queue
     )
+    if worker_queue is not None:
+        service.forwarder = ProcessForwarder(services, worker_queue)
     services.extras["processes"] = service
     services.pool.keep_alive = service.holds_running
     return service
