@@ -58,8 +58,6 @@ from .mcp_session import (
     McpServerUnavailable,
     McpSessions,
     McpToolSpec,
-    stdio_call_tool,
-    stdio_list_tools,
 )
 
 __all__ = [
@@ -70,8 +68,6 @@ __all__ = [
     "McpServerUnavailable",
     "McpToolSpec",
     "keep_registry_synced",
-    "stdio_call_tool",
-    "stdio_list_tools",
     "sync_mcp_tools_to_registry",
     "wire_name",
 ]
@@ -442,9 +438,28 @@ def _sync(registry: ToolRegistry, catalog: McpCatalog, selected_ids: set[str] | 
     return registered
 
 
+_CANCEL_POLL_S = 0.1
+"""How often a running MCP call looks at its caller's cancel event."""
+
+
 def _proxy(catalog: McpCatalog, server_id: str, tool: str) -> Callable[..., Awaitable[Any]]:
     async def handler(args: Any, ctx: ToolContext) -> Any:
-        return await catalog.call_tool(server_id, tool, dict(args or {}))
+        # The call's own deadline and cancellation bound it, not only the server's timeout:
+        # cancelling the task cancels the request on the session loop.
+        call = asyncio.ensure_future(catalog.call_tool(server_id, tool, dict(args or {})))
+        try:
+            while not call.done():
+                if ctx.cancel.is_set():
+                    call.cancel()
+                    return {"error": "cancelled by the caller", "status": "cancelled"}
+                if ctx.remaining() <= 0:
+                    call.cancel()
+                    return {"error": f"MCP tool {tool!r} did not answer before the call's "
+                                     "deadline", "status": "timeout"}  # fmt: skip
+                await asyncio.wait({call}, timeout=min(_CANCEL_POLL_S, ctx.remaining()))
+            return call.result()
+        finally:
+            call.cancel()  # no-op once done; stops it when this handler itself is cancelled
 
     handler.__name__ = f"mcp_{tool}"
     return handler

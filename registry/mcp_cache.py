@@ -170,7 +170,7 @@ def _encode(entry: CachedServer) -> dict[str, Any]:
     if entry.tools is not None:
         tools = [
             {"name": t.name, "description": redact_text(t.description),
-             "input_schema": t.input_schema}
+             "input_schema": _redact_strings(t.input_schema)}
             for t in entry.tools
         ]  # fmt: skip
     return {
@@ -180,6 +180,20 @@ def _encode(entry: CachedServer) -> dict[str, Any]:
         "error": None if entry.error is None else redact_text(entry.error),
         "error_at": entry.error_at,
     }
+
+
+def _redact_strings(value: Any) -> Any:
+    """``value`` (a JSON schema) with every string redacted: defaults and examples may
+    carry a server's credentials, and this file lives under SBX_HOME."""
+    from process_registry.redact import redact_text
+
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: _redact_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_strings(v) for v in value]
+    return value
 
 
 def _decode(raw: Any) -> CachedServer | None:

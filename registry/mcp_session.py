@@ -153,36 +153,6 @@ def _result(res: Any) -> dict[str, Any]:
     return out
 
 
-async def stdio_list_tools(server: McpServerConfig) -> list[McpToolSpec]:
-    """One-shot: connect over stdio, list the tools, disconnect (no notifications heard)."""
-    from mcp import ClientSession
-    from mcp.client.stdio import stdio_client
-
-    async with (
-        asyncio.timeout(server.timeout),
-        stdio_client(_params(server), _server_stderr()) as (r, w),
-        ClientSession(r, w) as session,
-    ):
-        await session.initialize()
-        listed = await session.list_tools()
-    return _specs(listed.tools)
-
-
-async def stdio_call_tool(server: McpServerConfig, tool: str, args: dict[str, Any]) -> Any:
-    """One-shot ``tools/call`` over a fresh stdio connection (a process per call)."""
-    from mcp import ClientSession
-    from mcp.client.stdio import stdio_client
-
-    async with (
-        asyncio.timeout(server.timeout),
-        stdio_client(_params(server), _server_stderr()) as (r, w),
-        ClientSession(r, w) as session,
-    ):
-        await session.initialize()
-        res = await session.call_tool(tool, args)
-    return _result(res)
-
-
 @dataclass(eq=False)
 class _Connection:
     """One server's connection; touched only on the session loop."""
@@ -330,11 +300,18 @@ class McpSessions:
     @staticmethod
     async def _request(server: McpServerConfig, what: str, request: Coroutine[Any, Any, _T]) -> _T:
         """Await one request; connection loss and timeouts become :class:`McpServerUnavailable`."""
+        import anyio
         from mcp.shared.exceptions import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
         try:
             return await request
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            # The connection ended between "ready" and sending: same as a close mid-request.
+            raise McpServerUnavailable(
+                f"MCP server {server.id!r} closed the connection before {what}; "
+                "the next request reconnects"
+            ) from exc
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 raise McpServerUnavailable(

@@ -100,9 +100,10 @@ def worker_queue(name: str) -> Queue:
     """A worker's own queue as that worker declares it (AMQP).
 
     Durable, so a RabbitMQ restart keeps queued actions, and expiring, so the
-    queue of a worker that is gone disappears (``x-expires``). Clients publish to
-    it by name through the default exchange and never declare it: declaring
-    with other arguments fails, and without arguments it would outlive its worker.
+    queue of a worker that is gone disappears (``x-expires``; a message routed to
+    it afterwards is discarded). Clients publish to it by name (the ``sbx``
+    direct exchange) and never declare it: declaring with other arguments
+    fails, and without arguments it would outlive its worker.
     """
     arguments = {"x-expires": OWN_QUEUE_EXPIRES_S * 1000}
     queue: Queue = Queue(  # type: ignore[no-untyped-call]

@@ -77,7 +77,7 @@ class EmbeddedBroker:
 
     @property
     def url(self) -> str:
-        """Celery broker / result backend URL of this server."""
+        """The broker URL of this server (also the ledger: claims, heartbeats, results)."""
         return f"redis+socket://{self.socket_path}"
 
     def client(self, timeout: float = 2.0) -> redis.Redis:

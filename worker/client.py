@@ -18,6 +18,7 @@ from celery import Celery
 from kombu.exceptions import OperationalError
 
 from process_registry.sessions import load_or_create_secret, validate_session_id
+from registry.results import tool_error
 
 from .app import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK, create_app
 from .connection import display_url, redis_client, resolve_broker_url, resolve_ledger_url
@@ -177,7 +178,8 @@ class SandboxClient(ProcessClientMixin):
     def wait_answer(self, call_id: str, wait: float, *, claimed: bool) -> str | None:
         """The answer of ``call_id`` within ``wait`` seconds, else None.
 
-        ``claimed`` calls (tool calls) whose worker died answer ``lost``. A broker
+        ``claimed`` calls (tool calls) whose worker died answer ``lost``, and
+        ``{"status": "collected"}`` when their result was taken before. A broker
         that goes away is waited for until the deadline (a worker holds a
         finished call's result until it can deliver it), then :class:`BrokerUnavailable`.
         """
@@ -194,6 +196,13 @@ class SandboxClient(ProcessClientMixin):
                 if claimed and self.ledger.is_lost(call_id):
                     declare_lost(self.ledger, call_id, None)
                     continue
+                if claimed and self.ledger.collected(call_id):
+                    return tool_error(
+                        f"the result of call {call_id} was already collected; "
+                        "a result is handed out once",
+                        status="collected",
+                        call_id=call_id,
+                    )
                 backoff = _RECONNECT_FIRST_S
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 if time.monotonic() >= deadline:
@@ -218,9 +227,10 @@ class SandboxClient(ProcessClientMixin):
     def result(self, call_id: str, wait: float) -> str:
         """The result JSON of tool call ``call_id``, waiting up to ``wait`` seconds.
 
-        Answers ``{"status": "lost"}`` when the call's worker died, and
-        ``{"status": "pending", "call_id": ...}`` when nothing came in time; call
-        again with the same id to keep waiting. A result is handed out once.
+        Answers ``{"status": "lost"}`` when the call's worker died,
+        ``{"status": "pending", "call_id": ...}`` when nothing came in time (call
+        again with the same id to keep waiting), and ``{"status": "collected"}``
+        when its result was handed out before: a result is handed out once.
         A broker that goes away while waiting is waited for; :class:`BrokerUnavailable`
         if it is still gone at the deadline.
         """

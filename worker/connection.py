@@ -9,12 +9,15 @@ Redis, else the embedded Redis (started on demand, like the embedded broker).
 
 from __future__ import annotations
 
-from urllib.parse import urlparse
+import logging
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 import redis
 
 from .broker import EmbeddedBroker
 from .settings import Settings, SettingsError
+
+log = logging.getLogger(__name__)
 
 REDIS_SCHEMES = frozenset({"redis", "rediss", "redis+socket", "socket", "unix"})
 """URL schemes of a Redis server (``redis+socket``/``socket``/``unix``: a unix socket)."""
@@ -59,7 +62,16 @@ def resolve_ledger_url(
     broker = broker_url or settings.broker_url
     if broker and is_redis_url(broker):
         return broker
+    if broker and (urlparse(broker).hostname or "localhost") not in _LOOPBACK:
+        # Results, claims and routes would stay on this machine: clients and workers
+        # elsewhere never see them (their calls end "pending").
+        log.warning("broker %s is on another machine but sbx's state stays in this "
+                    "machine's embedded Redis: set SBX_LEDGER_URL to a Redis every client "
+                    "and worker reaches", display_url(broker))  # fmt: skip
     return _embedded_url(settings, start_embedded)
+
+
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 def check_ledger_url(url: str) -> None:
@@ -79,13 +91,23 @@ def _embedded_url(settings: Settings, start: bool) -> str:
     return broker.url
 
 
+_SECRET_QUERY_KEYS = frozenset({"password", "pass", "passwd", "token", "secret"})
+
+
 def display_url(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
+    """``url`` without its password (userinfo or query parameter), for messages and logs."""
     parsed = urlparse(url)
-    if parsed.password is None:
-        return url
-    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
-    return parsed._replace(netloc=netloc).geturl()
+    pairs = parse_qsl(parsed.query, keep_blank_values=True)
+    secret_query = any(k.lower() in _SECRET_QUERY_KEYS for k, _ in pairs)
+    if parsed.password is None and not secret_query:
+        return url  # untouched: urlunparse would rewrite e.g. "redis+socket:///x" as ":/x"
+    if parsed.password is not None:
+        netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
+        parsed = parsed._replace(netloc=netloc)
+    if secret_query:
+        masked = [(k, "***" if k.lower() in _SECRET_QUERY_KEYS else v) for k, v in pairs]
+        parsed = parsed._replace(query=urlencode(masked, safe="*"))
+    return parsed.geturl()
 
 
 def redis_client(url: str) -> redis.Redis:

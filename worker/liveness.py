@@ -13,9 +13,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import redis
@@ -51,10 +53,11 @@ def delivered_key(call_id: str) -> str:
 # Returns 1 when claimed, 0 when claimed before, 2 when claimed but cancelled before it ran.
 _CLAIM_SCRIPT = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
+  -- A heartbeat either way: a cancelled call is alive until its "cancelled" result is in.
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
   if redis.call('EXISTS', KEYS[4]) == 1 then
     return 2
   end
-  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
   redis.call('HSET', KEYS[3], ARGV[4], ARGV[1])
   return 1
 end
@@ -80,7 +83,9 @@ class CallLedger:
     def __init__(self, client: redis.Redis, *, claim_ttl: int, lost_after: float) -> None:
         self.client = client
         self.claim_ttl = claim_ttl
+        self.lost_after = lost_after
         self.lost_after_ms = int(lost_after * 1000)
+        self._quiet_until = 0.0
         self._claim = client.register_script(_CLAIM_SCRIPT)
         self._deliver = client.register_script(_DELIVER_SCRIPT)
 
@@ -97,16 +102,35 @@ class CallLedger:
         True when this one was delivered; False when another (e.g. ``lost``) got there first.
         """
         keys = [delivered_key(call_id), result_key(call_id)]
-        return bool(self._deliver(keys=keys, args=[result, self.claim_ttl]))
+        with self._noting_outage():
+            return bool(self._deliver(keys=keys, args=[result, self.claim_ttl]))
 
     def take_result(self, call_id: str, timeout: float) -> str | None:
         """The call's result, waiting up to ``timeout`` seconds; None if none came.
 
         Taking empties the mailbox: each result is read once.
         """
-        # BLPOP's timeout 0 means "forever": never pass it through.
-        popped: Any = self.client.blpop([result_key(call_id)], timeout=max(0.001, timeout))
+        with self._noting_outage():
+            # BLPOP's timeout 0 means "forever": never pass it through.
+            popped: Any = self.client.blpop([result_key(call_id)], timeout=max(0.001, timeout))
         return None if popped is None else _s(popped[1])
+
+    @contextlib.contextmanager
+    def _noting_outage(self) -> Iterator[None]:
+        """Note a lost connection: heartbeats may have expired meanwhile (see :meth:`is_lost`)."""
+        try:
+            yield
+        except (redis.ConnectionError, redis.TimeoutError):
+            self._quiet_until = time.monotonic() + self.lost_after
+            raise
+
+    def collected(self, call_id: str) -> bool:
+        """True when the call's result was delivered and has been taken already."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.exists(delivered_key(call_id))
+        pipe.llen(result_key(call_id))
+        delivered, waiting = pipe.execute()
+        return bool(delivered) and not waiting
 
     def request_cancel(self, call_id: str) -> None:
         """Ask whichever worker runs (or will run) ``call_id`` to stop it."""
@@ -133,20 +157,30 @@ class CallLedger:
         for call_id in finished:
             pipe.delete(heartbeat_key(call_id))
             pipe.hdel(RUNNING_KEY, call_id)
-        pipe.execute()
+        with self._noting_outage():
+            pipe.execute()
 
     def is_lost(self, call_id: str) -> bool:
-        """True when the call was claimed, has no result and its worker stopped beating."""
+        """True when the call was claimed, has no result and its worker stopped beating.
+
+        Never True within ``lost_after`` of a connection error seen by this ledger:
+        heartbeats expire while the broker is unreachable (or paused), and the
+        worker needs one beat after it is back to show it is alive.
+        """
+        if time.monotonic() < self._quiet_until:
+            return False
         pipe = self.client.pipeline(transaction=False)
         pipe.exists(claim_key(call_id))
         pipe.exists(heartbeat_key(call_id))
         pipe.exists(delivered_key(call_id))
-        claimed, beating, delivered = pipe.execute()
+        with self._noting_outage():
+            claimed, beating, delivered = pipe.execute()
         return bool(claimed) and not beating and not delivered
 
     def running_calls(self) -> dict[str, str]:
         """``{call_id: worker_id}`` of calls believed to be running."""
-        raw: dict[Any, Any] = self.client.hgetall(RUNNING_KEY)  # type: ignore[assignment]
+        with self._noting_outage():
+            raw: dict[Any, Any] = self.client.hgetall(RUNNING_KEY)  # type: ignore[assignment]
         return {_s(k): _s(v) for k, v in raw.items()}
 
     def forget(self, call_id: str) -> None:

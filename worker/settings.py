@@ -6,6 +6,7 @@ Values come from the environment first, then from ``$SBX_HOME/config.yaml``
 
 from __future__ import annotations
 
+import logging
 import os
 from functools import cache
 from pathlib import Path
@@ -28,6 +29,13 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+from pydantic_settings import SettingsError as SettingsSourceError
+
+log = logging.getLogger(__name__)
+
+
+class SettingsError(ValueError):
+    """The configuration (``SBX_*`` or config.yaml) is invalid; one line, values never shown."""
 
 
 def default_home() -> Path:
@@ -42,9 +50,17 @@ class _YamlFileSource(InitSettingsSource):
         path = default_home() / "config.yaml"
         data: dict[str, Any] = {}
         if path.is_file():
-            loaded = yaml.safe_load(path.read_text()) or {}
+            try:
+                loaded = yaml.safe_load(path.read_text()) or {}
+            except yaml.YAMLError as exc:
+                # Say where, never what: the offending text may be a secret.
+                mark = getattr(exc, "problem_mark", None)
+                where = f" (line {mark.line + 1})" if mark is not None else ""
+                raise SettingsError(f"{path} is not valid YAML{where}") from None
             if not isinstance(loaded, dict):
-                raise ValueError(f"{path} must hold a mapping of settings")
+                raise SettingsError(f"{path} must hold a mapping of settings")
+            if path.stat().st_mode & 0o077 and ({"secret_key", "mcp_servers"} & loaded.keys()):
+                log.warning("%s holds secrets but other users may read it: chmod 600 it", path)
             fields = settings_cls.model_fields
             data = {k: v for k, v in loaded.items() if k in fields}
         super().__init__(settings_cls, data)
@@ -55,7 +71,8 @@ class McpServerSettings(BaseModel):
 
     ``env`` values are secrets: kept as ``SecretStr`` (masked in reprs and in
     validation errors) and given only to the server process, which inherits
-    nothing else of the worker's environment but ``PATH``, ``HOME`` and locale.
+    nothing else of the worker's environment but a credential-free baseline
+    (``registry.mcp_session.BASELINE_ENV_VARS``: ``PATH``, ``HOME``, user, locale).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -126,7 +143,7 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=default_home)
     broker_url: str | None = None
-    """External broker and result backend; unset means the embedded Redis under ``home``."""
+    """External Celery broker (Redis or AMQP); unset means the embedded Redis under ``home``."""
     ledger_url: str | None = None
     """Redis for sbx's own state (claims, heartbeats, result mailboxes, process routes,
     approvals); unset means the broker when it is Redis, else the embedded Redis under
@@ -168,9 +185,9 @@ class Settings(BaseSettings):
     @field_validator("process_output_cap", mode="after")
     @classmethod
     def _check_output_cap(cls, value: int) -> int:
-        if 0 < value < 262_144:
-            raise ValueError("process_output_cap must be 0 (unlimited) or at least 262144 bytes")
-        return value
+        from process_registry.output_cap import validate_cap
+
+        return validate_cap(value)
 
     @field_validator("home", mode="after")
     @classmethod
@@ -194,10 +211,6 @@ class Settings(BaseSettings):
         return self.home / "secret.key"
 
 
-class SettingsError(ValueError):
-    """The configuration (``SBX_*`` or config.yaml) is invalid; one line, values never shown."""
-
-
 @cache
 def get_settings() -> Settings:
     """The process's settings, read on first use and never again.
@@ -206,6 +219,8 @@ def get_settings() -> Settings:
     """
     try:
         return Settings()
+    except SettingsSourceError as exc:  # e.g. malformed JSON in SBX_MCP_SERVERS
+        raise SettingsError(f"invalid configuration (config.yaml or SBX_*): {exc}") from None
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()

@@ -58,7 +58,7 @@ def run_claimed(call_id: str, message: Any, svc: Services) -> str:
     """Run ``message`` unless ``call_id`` was claimed before (then raise ``Ignore``).
 
     The result goes to the call's mailbox (:meth:`CallLedger.deliver`), where the
-    client waits for it; it is also returned, for Celery's logs only.
+    client waits for it; it is also returned (to in-process callers and tests).
     """
     ledger = svc.ledger
     claim = ledger.claim(call_id, svc.worker_id)

@@ -167,6 +167,23 @@ def test_ledger_url_defaults_and_errors(tmp_path: Path) -> None:
         ledger(broker_url="amqp://h//", ledger_url="amqp://h//")
 
 
+def test_a_remote_amqp_broker_with_a_local_ledger_is_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="worker.connection"):
+        resolve_ledger_url(
+            Settings(home=tmp_path, broker_url="amqp://u:pw-9d2@rabbit.example//"),
+            start_embedded=False,
+        )
+    assert "SBX_LEDGER_URL" in caplog.text and "pw-9d2" not in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="worker.connection"):
+        resolve_ledger_url(
+            Settings(home=tmp_path, broker_url="amqp://u:pw@127.0.0.1//"), start_embedded=False
+        )
+    assert caplog.text == ""
+
+
 def test_transport_specific_celery_options(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path)
     amqp_app = create_app("amqp://guest:guest@127.0.0.1:1//", settings)

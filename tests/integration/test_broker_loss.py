@@ -73,14 +73,15 @@ def test_a_running_call_keeps_its_result_across_a_broker_restart(
 def test_a_waiting_client_reports_a_broker_that_stays_away(
     broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
 ) -> None:
-    start_worker(broker.url)
-    started = tmp_path / "started"
+    worker = start_worker(broker.url)
+    started, go = tmp_path / "started", tmp_path / "go"
+    command = f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo late"
     with SandboxClient(session_id="away", settings=settings_for(sbx_home, broker.url)) as client:
         answer: list[BaseException] = []
 
         def call() -> None:
             try:
-                client.tool_call("terminal", {"command": f"touch {started}; sleep 30"}, wait=3)
+                client.tool_call("terminal", {"command": command}, wait=3)
             except BaseException as exc:
                 answer.append(exc)
 
@@ -90,8 +91,12 @@ def test_a_waiting_client_reports_a_broker_that_stays_away(
         broker.kill()
         t.join(timeout=120)
         assert not t.is_alive()
-        # Back before the worker stops: its held result is delivered, nothing hangs.
+        # The call finishes with the broker still away; once it is back, the held result
+        # is delivered (nobody collects it here: the waiting client gave up).
+        go.touch()
+        wait_until(lambda: "holding the result" in worker.log(), 60, "the worker to hold it")
         broker.start()
+        wait_until(lambda: "delivered" in worker.log(), 60, "the held result's delivery")
     assert len(answer) == 1 and isinstance(answer[0], BrokerUnavailable), answer
     message = str(answer[0])
     assert "while waiting for call" in message and "may have run" in message

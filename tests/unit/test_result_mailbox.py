@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from tests.helpers import RedisProcess
 from worker.connection import redis_client
-from worker.liveness import CallLedger, lost_result, result_key
+from worker.liveness import CANCELLED, CallLedger, heartbeat_key, lost_result, result_key
 from worker.reaper import declare_lost
 
 
@@ -64,3 +65,41 @@ def test_waiting_on_a_dead_broker_raises() -> None:
     )
     with pytest.raises(redis.ConnectionError):
         dead.take_result("c7", 0.1)
+
+
+def test_collected_tells_a_taken_result_from_one_not_yet_delivered(ledger: CallLedger) -> None:
+    assert ledger.collected("c8") is False
+    ledger.deliver("c8", "{}")
+    assert ledger.collected("c8") is False  # delivered, still in its mailbox
+    assert ledger.take_result("c8", 5.0) == "{}"
+    assert ledger.collected("c8") is True
+
+
+def test_a_call_cancelled_in_the_queue_is_alive_until_its_result_is_in(
+    ledger: CallLedger,
+) -> None:
+    ledger.request_cancel("c9")
+    assert ledger.claim("c9", "w1") == CANCELLED
+    assert ledger.client.exists(heartbeat_key("c9")) == 1
+    assert ledger.is_lost("c9") is False
+
+
+def test_no_call_is_declared_lost_right_after_an_outage() -> None:
+    server = RedisProcess()
+    server.start()
+    try:
+        ledger = CallLedger(redis_client(server.url), claim_ttl=600, lost_after=600.0)
+        server.kill()
+        with pytest.raises(redis.ConnectionError):
+            ledger.take_result("c10", 0.1)
+        server.start()
+        # Heartbeats expired while it was away (here: a restart wiped them).
+        ledger.claim("c10", "w1")
+        ledger.client.delete(heartbeat_key("c10"))
+        assert ledger.is_lost("c10") is False  # its worker gets time to beat again
+        fresh = CallLedger(redis_client(server.url), claim_ttl=600, lost_after=600.0)
+        assert fresh.is_lost("c10") is True  # a ledger that saw no outage
+        ledger.client.close()
+        fresh.client.close()
+    finally:
+        server.stop()

@@ -14,7 +14,7 @@ from process_registry.sessions import (
     load_or_create_secret,
     validate_session_id,
 )
-from worker.settings import Settings
+from worker.settings import Settings, SettingsError, get_settings
 
 
 def test_token_verifies_only_its_session() -> None:
@@ -62,3 +62,57 @@ def test_client_without_token_or_secret_is_refused(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, broker_url="redis://127.0.0.1:1/0")
     with pytest.raises(ClientError, match="SBX_SESSION_TOKEN"):
         SandboxClient(session_id="s", settings=settings)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "named"),
+    [
+        ("SBX_MCP_SERVERS", '{"gh": {"command": "x", "env": {"T": "hidden-7c1"}', "mcp_servers"),
+        ("SBX_OUTPUT_LIMIT", "hidden-7c1", "output_limit"),
+    ],
+)
+def test_invalid_settings_are_one_line_naming_the_key_never_the_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: str, named: str
+) -> None:
+    monkeypatch.setenv("SBX_HOME", str(tmp_path))
+    monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SettingsError) as info:
+            get_settings()
+    finally:
+        get_settings.cache_clear()
+    message = str(info.value)
+    assert named in message and "hidden-7c1" not in message and "\n" not in message
+
+
+def test_a_config_yaml_that_is_not_yaml_names_the_line_not_the_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "config.yaml").write_text("backend: local\nsecret_key: [hidden-7c1\n")
+    monkeypatch.setenv("SBX_HOME", str(tmp_path))
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SettingsError) as info:
+            get_settings()
+    finally:
+        get_settings.cache_clear()
+    assert "not valid YAML (line" in str(info.value)
+    assert "hidden-7c1" not in str(info.value)
+
+
+def test_a_config_yaml_with_secrets_readable_by_others_is_warned_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("secret_key: " + "k" * 40 + "\n")
+    monkeypatch.setenv("SBX_HOME", str(tmp_path))
+    config.chmod(0o644)
+    with caplog.at_level("WARNING", logger="worker.settings"):
+        Settings()
+    assert "chmod 600" in caplog.text
+    caplog.clear()
+    config.chmod(0o600)
+    with caplog.at_level("WARNING", logger="worker.settings"):
+        Settings()
+    assert caplog.text == ""

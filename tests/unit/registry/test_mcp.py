@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -202,3 +204,38 @@ def test_selected_ids_register_only_exact_selection() -> None:
     assert sync_mcp_tools_to_registry(reg, cat, {"s:b"}) == [wire_name("s", "S", "b")]
     entry: Any = reg.get(wire_name("s", "S", "b"))
     assert "description" not in entry.definition()["function"]
+
+
+@pytest.mark.parametrize("stop", ["cancel", "deadline"])
+def test_a_hanging_mcp_call_ends_with_its_callers_cancel_or_deadline(
+    ctx: ToolContext, stop: str
+) -> None:
+    entered, abandoned = threading.Event(), threading.Event()
+
+    async def hanging(s: McpServerConfig, tool: str, args: dict[str, Any]) -> Any:
+        entered.set()
+        try:
+            await asyncio.Event().wait()  # a server that never answers
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
+
+    async def listing(s: McpServerConfig) -> list[McpToolSpec]:
+        return [McpToolSpec("slow", "Slow.")]
+
+    reg = ToolRegistry()
+    cat = McpCatalog([McpServerConfig("h", "Hang", "unused")], lister=listing, caller=hanging)
+    cat.refresh_tools("h")
+    sync_mcp_tools_to_registry(reg, cat)
+    name = wire_name("h", "Hang", "slow")
+    if stop == "cancel":  # the caller cancels once the request is in flight
+        threading.Thread(target=lambda: entered.wait(60) and ctx.cancel.set()).start()
+    else:
+        ctx.deadline = time.monotonic()  # already reached
+    out = json.loads(handle_function_call(name, {}, ctx=ctx, registry=reg, hooks=HookRegistry()))
+    assert out["status"] == ("cancelled" if stop == "cancel" else "timeout")
+    # The request itself was abandoned, not left running.
+    if stop == "cancel":
+        assert entered.is_set() and abandoned.wait(60)
+    else:
+        assert not entered.is_set() or abandoned.wait(60)

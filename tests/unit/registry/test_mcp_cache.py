@@ -62,6 +62,16 @@ def test_success_round_trip_private_file_no_env_values(store: McpCacheStore) -> 
     assert "API_KEY" not in text and '"k"' not in text  # neither names nor values of env
 
 
+def test_schema_strings_are_redacted_on_disk(store: McpCacheStore) -> None:
+    schema = {"type": "object", "properties": {"token": {"type": "string", "default": GH_TOKEN,
+              "examples": [f"Bearer {GH_TOKEN}"]}}}  # fmt: skip
+    store.record_success(SERVER, [McpToolSpec("call", "Call.", schema)])
+    assert GH_TOKEN not in store.path.read_text()
+    entry = store.entry_for(SERVER)
+    assert entry is not None and entry.tools is not None
+    assert entry.tools[0].input_schema["properties"]["token"]["type"] == "string"
+
+
 def test_fingerprint_ignores_env_values_but_not_command(store: McpCacheStore) -> None:
     store.record_success(SERVER, TOOLS)
     other_secret = dataclasses.replace(SERVER, env={"API_KEY": "rotated"})
