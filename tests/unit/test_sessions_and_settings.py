@@ -64,6 +64,17 @@ def test_client_without_token_or_secret_is_refused(tmp_path: Path) -> None:
         SandboxClient(session_id="s", settings=settings)
 
 
+def settings_error() -> str:
+    """The message of the :class:`SettingsError` reading the settings afresh raises."""
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SettingsError) as info:
+            get_settings()
+    finally:
+        get_settings.cache_clear()
+    return str(info.value)
+
+
 @pytest.mark.parametrize(
     ("name", "value", "named"),
     [
@@ -76,13 +87,7 @@ def test_invalid_settings_are_one_line_naming_the_key_never_the_value(
 ) -> None:
     monkeypatch.setenv("SBX_HOME", str(tmp_path))
     monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
-    try:
-        with pytest.raises(SettingsError) as info:
-            get_settings()
-    finally:
-        get_settings.cache_clear()
-    message = str(info.value)
+    message = settings_error()
     assert named in message and "hidden-7c1" not in message and "\n" not in message
 
 
@@ -91,14 +96,8 @@ def test_a_config_yaml_that_is_not_yaml_names_the_line_not_the_text(
 ) -> None:
     (tmp_path / "config.yaml").write_text("backend: local\nsecret_key: [hidden-7c1\n")
     monkeypatch.setenv("SBX_HOME", str(tmp_path))
-    get_settings.cache_clear()
-    try:
-        with pytest.raises(SettingsError) as info:
-            get_settings()
-    finally:
-        get_settings.cache_clear()
-    assert "not valid YAML (line" in str(info.value)
-    assert "hidden-7c1" not in str(info.value)
+    message = settings_error()
+    assert "not valid YAML (line" in message and "hidden-7c1" not in message
 
 
 def test_a_config_yaml_with_secrets_readable_by_others_is_warned_about(
