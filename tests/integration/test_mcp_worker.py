@@ -62,7 +62,11 @@ PID = wire_name("demo", "Demo", "pid")
 
 
 def write_config(home: Path, servers: dict[str, Any]) -> None:
-    (home / "config.yaml").write_text(yaml.safe_dump({"mcp_servers": servers}))
+    """config.yaml as an operator should keep it when it holds secrets: mode 0600."""
+    path = home / "config.yaml"
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(yaml.safe_dump({"mcp_servers": servers}))
 
 
 @pytest.fixture
