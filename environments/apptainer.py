@@ -19,18 +19,17 @@ import os
 import re
 import shutil
 import subprocess
-import threading
-import time
 from typing import Literal
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from . import sandbox_scripts as scripts
-from .base import Environment, ExecResult
+from .base import ExecResult
 from .errors import BackendUnavailable, SandboxDead, SandboxError
 from .local import PipeChannel
 from .sanitize import sandbox_environment
-from .shell import ShellSession
+from .shell import ShellResult, ShellSession
+from .shell_environment import ShellEnvironment
 
 _SHELLS = {"sh": ["sh", "-s"], "bash": ["bash", "--noprofile", "--norc", "-s"]}
 
@@ -69,7 +68,7 @@ def instance_name(session_id: str) -> str:
     return f"sbx-{slug}-{hashlib.sha256(session_id.encode()).hexdigest()[:10]}"
 
 
-class ApptainerEnvironment(scripts.HelperOps, Environment):
+class ApptainerEnvironment(scripts.HelperOps, ShellEnvironment):
     """One apptainer instance per session; see the module docstring."""
 
     backend = "apptainer"
@@ -167,26 +166,7 @@ class ApptainerEnvironment(scripts.HelperOps, Environment):
 
     # -- the contract ------------------------------------------------------------
 
-    def exec(
-        self,
-        command: str,
-        *,
-        workdir: str | None = None,
-        env: dict[str, str] | None = None,
-        timeout: float = 180.0,
-        output_limit: int = 100_000,
-        cancel: threading.Event | None = None,
-    ) -> ExecResult:
-        started = time.monotonic()
-        self._killed.clear()
-        result = self.shell.run(
-            command,
-            workdir=workdir,
-            env=env,
-            timeout=timeout,
-            output_limit=output_limit,
-            cancel=cancel,
-        )
+    def _after_exec(self, result: ShellResult, started: float) -> ExecResult:
         if not self.shell.alive and not result.timed_out:
             self._started = False  # maybe the instance died: the next start checks
         return result.exec_result(started)

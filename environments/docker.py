@@ -32,10 +32,11 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from . import sandbox_scripts as scripts
-from .base import Environment, ExecResult
+from .base import ExecResult
 from .docker_channel import DockerExecChannel
 from .errors import BackendUnavailable, SandboxDead, SandboxError
-from .shell import ShellSession
+from .shell import ShellResult, ShellSession
+from .shell_environment import ShellEnvironment
 
 _VANISHED_NOTE = (
     "[sbx: the session's container was gone; a new one was created. "
@@ -119,7 +120,7 @@ def _worker_label() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class DockerEnvironment(scripts.HelperOps, Environment):
+class DockerEnvironment(scripts.HelperOps, ShellEnvironment):
     """One container per session; see the module docstring."""
 
     backend = "docker"
@@ -312,30 +313,12 @@ class DockerEnvironment(scripts.HelperOps, Environment):
 
     # -- the contract ------------------------------------------------------------
 
-    def exec(
-        self,
-        command: str,
-        *,
-        workdir: str | None = None,
-        env: dict[str, str] | None = None,
-        timeout: float = 180.0,
-        output_limit: int = 100_000,
-        cancel: threading.Event | None = None,
-    ) -> ExecResult:
-        started = time.monotonic()
+    def _before_exec(self) -> None:
         self._closing = False
         if self._channel is not None and self._channel.peer_gone():
             self.shell.close()  # the exec (or the container) died since the last call
-        self._killed.clear()
-        kwargs: dict[str, Any] = {
-            "workdir": workdir,
-            "env": env,
-            "timeout": timeout,
-            "output_limit": output_limit,
-            "cancel": cancel,
-        }
-        # ShellSession.run itself replaces a shell found dead before the command started.
-        result = self.shell.run(command, **kwargs)
+
+    def _after_exec(self, result: ShellResult, started: float) -> ExecResult:
         if not self.shell.alive and not result.timed_out:
             with contextlib.suppress(SandboxError):
                 self._container(verify=True)  # notices (and repairs) a vanished container

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .framing import read_line
+
 _HEADER = struct.Struct(">BxxxI")
 _STDOUT = 1
 _READ_SIZE = 1 << 16
@@ -109,14 +111,7 @@ class DockerExecChannel:
 
     def read_line(self, timeout: float) -> bytes:
         """The first line of output (without its newline); later reads return what follows it."""
-        deadline = time.monotonic() + timeout
-        buf = b""
-        while b"\n" not in buf:
-            chunk = self.read(max(0.0, deadline - time.monotonic()))
-            if not chunk:
-                return buf
-            buf += chunk
-        line, _, self._pending = buf.partition(b"\n")
+        line, self._pending = read_line(self.read, timeout)
         return line
 
     def shutdown_write(self) -> None:

@@ -17,7 +17,8 @@ The module also holds the shell-quoting helpers and the parser for the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 # Kinds of marker the session shell emits (see shell_script.py).
@@ -122,6 +123,22 @@ class MarkerScanner:
         self._buf = b""
         self._in_marker = False
         return rest
+
+
+def read_line(read: Callable[[float], bytes | None], timeout: float) -> tuple[bytes, bytes]:
+    """``(first line without its newline, bytes read past it)`` from a channel's ``read``.
+
+    Within ``timeout`` seconds; at EOF or timeout the line is what came so far.
+    """
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while b"\n" not in buf:
+        chunk = read(max(0.0, deadline - time.monotonic()))
+        if not chunk:
+            return buf, b""
+        buf += chunk
+    line, _, rest = buf.partition(b"\n")
+    return line, rest
 
 
 def shell_quote(value: str) -> str:

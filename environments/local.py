@@ -12,8 +12,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, cast
@@ -23,8 +21,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .base import (
     OUTPUT_ALIGN,
-    Environment,
-    ExecResult,
     HeadTrim,
     SpawnedProcess,
     discard_boundary,
@@ -33,6 +29,7 @@ from .errors import BackendUnavailable, WorkdirNotFound
 from .procinfo import process_start_time
 from .sanitize import sandbox_environment
 from .shell import ShellSession
+from .shell_environment import ShellEnvironment
 
 _READ_SIZE = 1 << 16
 _FALLOC_FL_KEEP_SIZE = 0x01
@@ -179,7 +176,7 @@ def _running(pid: int) -> bool:
         return False
 
 
-class LocalEnvironment(Environment):
+class LocalEnvironment(ShellEnvironment):
     """Runs the session shell as a child process of the worker."""
 
     backend = "local"
@@ -211,32 +208,21 @@ class LocalEnvironment(Environment):
         pid = self._channel.proc.pid if self._channel else 0
         return f"local:{os.uname().nodename}:{pid}"
 
-    def exec(
-        self,
-        command: str,
-        *,
-        workdir: str | None = None,
-        env: dict[str, str] | None = None,
-        timeout: float = 180.0,
-        output_limit: int = 100_000,
-        cancel: threading.Event | None = None,
-    ) -> ExecResult:
-        started = time.monotonic()
-        self._killed.clear()
-        result = self.shell.run(
-            command,
-            workdir=workdir,
-            env=env,
-            timeout=timeout,
-            output_limit=output_limit,
-            cancel=cancel,
-        )
-        return result.exec_result(started)
-
     def _session_state(self) -> tuple[dict[str, str], str]:
         if not self.shell.alive and not self.shell.cwd:
             self.shell.start()
         return dict(self.shell.env), self.shell.cwd
+
+    def spawn_context(
+        self, workdir: str | None, env: dict[str, str] | None
+    ) -> tuple[dict[str, str], str]:
+        """``(environment, cwd)`` a background process starts with: the session's unless
+        overridden. Raises :class:`WorkdirNotFound` (nothing is run) for a missing workdir."""
+        session_env, session_cwd = self._session_state()
+        cwd = workdir or session_cwd
+        if not Path(cwd).is_dir():
+            raise WorkdirNotFound(f"workdir does not exist: {cwd} (nothing was run)")
+        return {**session_env, **(env or {})}, cwd
 
     def spawn(
         self,
@@ -247,11 +233,7 @@ class LocalEnvironment(Environment):
         workdir: str | None = None,
         env: dict[str, str] | None = None,
     ) -> SpawnedProcess:
-        session_env, session_cwd = self._session_state()
-        cwd = workdir or session_cwd
-        if not Path(cwd).is_dir():
-            raise WorkdirNotFound(f"workdir does not exist: {cwd} (nothing was run)")
-        run_env = {**session_env, **(env or {})}
+        run_env, cwd = self.spawn_context(workdir, env)
         # The wrapper outlives the worker and records the status where a later worker
         # finds it. The command runs in a subshell (a fork, no exec) with empty
         # positional parameters. The status is one write of a few bytes, so a reader

@@ -30,11 +30,9 @@ import os
 import stat
 import subprocess
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .base import SpawnedProcess
-from .errors import WorkdirNotFound
 from .procinfo import process_start_time
 
 if TYPE_CHECKING:
@@ -122,11 +120,7 @@ def spawn_on_pty(
     extra_env: dict[str, str] | None = None,
 ) -> SpawnedProcess:
     """Start ``command`` on a new pty through a detached relay (see module docstring)."""
-    session_env, session_cwd = env._session_state()
-    cwd = workdir or session_cwd
-    if not Path(cwd).is_dir():
-        raise WorkdirNotFound(f"workdir does not exist: {cwd} (nothing was run)")
-    run_env = {**session_env, **(extra_env or {})}
+    run_env, cwd = env.spawn_context(workdir, extra_env)
     run_env.setdefault("TERM", "xterm")
     in_path = input_path_for(output_path)
     with contextlib.suppress(FileNotFoundError):

@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
-import threading
-import time
 from typing import Any, Literal
 
 import asyncssh
@@ -27,10 +25,10 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from . import sandbox_scripts as scripts
-from .base import Environment, ExecResult
 from .errors import BackendUnavailable, SandboxDead, SandboxError
 from .framing import shell_quote
 from .shell import ShellSession
+from .shell_environment import ShellEnvironment
 from .ssh_channel import LOOP, POOL, ConnectionKey, PooledConnection, SSHProcessChannel
 
 _SHELLS = {
@@ -107,7 +105,7 @@ async def _connect(config: SSHConfig, key: ConnectionKey) -> asyncssh.SSHClientC
         raise SandboxDead(f"cannot connect to {key.host}:{key.port}: {exc}") from exc
 
 
-class SSHEnvironment(scripts.HelperOps, Environment):
+class SSHEnvironment(scripts.HelperOps, ShellEnvironment):
     """One session shell on a remote host; see the module docstring."""
 
     backend = "ssh"
@@ -225,30 +223,9 @@ class SSHEnvironment(scripts.HelperOps, Environment):
 
     # -- the contract ------------------------------------------------------------
 
-    def exec(
-        self,
-        command: str,
-        *,
-        workdir: str | None = None,
-        env: dict[str, str] | None = None,
-        timeout: float = 180.0,
-        output_limit: int = 100_000,
-        cancel: threading.Event | None = None,
-    ) -> ExecResult:
-        started = time.monotonic()
+    def _before_exec(self) -> None:
         if self._channel is not None and self._channel.peer_gone:
             self.shell.close()  # the connection dropped since the last call: reconnect
-        self._killed.clear()
-        kwargs: dict[str, Any] = {
-            "workdir": workdir,
-            "env": env,
-            "timeout": timeout,
-            "output_limit": output_limit,
-            "cancel": cancel,
-        }
-        # ShellSession.run itself replaces a shell found dead before the command started.
-        result = self.shell.run(command, **kwargs)
-        return result.exec_result(started)
 
     def close(self) -> None:
         """End the session shell (processes it started with ``spawn`` keep running)."""

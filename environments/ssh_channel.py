@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 
 import asyncssh
 
+from .framing import read_line
+
 T = TypeVar("T")
 _READ_SIZE = 1 << 16
 
@@ -204,17 +206,8 @@ class SSHProcessChannel:
         return b"".join(chunks)
 
     def read_line(self, timeout: float) -> bytes:
-        """The first line of output; later reads return what follows it."""
-        import time
-
-        deadline = time.monotonic() + timeout
-        buf = b""
-        while b"\n" not in buf:
-            chunk = self.read(max(0.0, deadline - time.monotonic()))
-            if not chunk:
-                return buf
-            buf += chunk
-        line, _, self._pending = buf.partition(b"\n")
+        """The first line of output (without its newline); later reads return what follows it."""
+        line, self._pending = read_line(self.read, timeout)
         return line
 
     @property

@@ -27,6 +27,13 @@ def broker() -> Iterator[RedisProcess]:
     server.stop()
 
 
+def held_command(tmp_path: Path, word: str) -> tuple[Path, Path, str]:
+    """``(started, go, command)``: the command touches ``started``, then waits for the
+    test to create ``go`` and prints ``word``."""
+    started, go = tmp_path / "started", tmp_path / "go"
+    return started, go, f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo {word}"
+
+
 def test_a_call_sent_while_the_broker_is_down_fails_clearly_and_service_resumes(
     broker: RedisProcess, sbx_home: Path, start_worker: Any
 ) -> None:
@@ -49,8 +56,7 @@ def test_a_running_call_keeps_its_result_across_a_broker_restart(
     broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
 ) -> None:
     worker = start_worker(broker.url)
-    started, go = tmp_path / "started", tmp_path / "go"
-    command = f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo finished"
+    started, go, command = held_command(tmp_path, "finished")
     answer: list[str] = []
     with SandboxClient(session_id="restart", settings=settings_for(sbx_home, broker.url)) as client:
         t = threading.Thread(
@@ -74,8 +80,7 @@ def test_a_waiting_client_reports_a_broker_that_stays_away(
     broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
 ) -> None:
     worker = start_worker(broker.url)
-    started, go = tmp_path / "started", tmp_path / "go"
-    command = f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo late"
+    started, go, command = held_command(tmp_path, "late")
     with SandboxClient(session_id="away", settings=settings_for(sbx_home, broker.url)) as client:
         answer: list[BaseException] = []
 

@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from environments.local import LocalEnvironment
-from process_registry.models import NotFound, PermissionDenied
+from process_registry.models import NotFound, PermissionDenied, ProcessRecord
 from process_registry.registry import ProcessRegistry
 from tests.helpers import files_containing, wait_until
 
@@ -58,22 +58,7 @@ def test_running_process_has_checkpoint_and_poll_says_running(
     wait_until(lambda: "started" in registry.log(rec.process_id, OWNER).text, 60, "output")
     info = registry.kill(rec.process_id, OWNER)
     assert info.status == "killed"
-    assert not env.is_running(rec.spawned())
-    # Nothing of its group is left: not the shell, not the sleep it was waiting on.
-    assert not env.signal(rec.spawned(), 0)
-    survivors = [
-        p.pid
-        for p in psutil.process_iter()
-        if _pgid(p.pid) == rec.pgid and p.status() != psutil.STATUS_ZOMBIE
-    ]
-    assert survivors == []
-
-
-def _pgid(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except OSError:
-        return None
+    assert_group_gone(env, rec)
 
 
 def test_log_by_offset_decodes_split_utf8(registry: ProcessRegistry, env: LocalEnvironment) -> None:
@@ -116,15 +101,7 @@ def test_kill_escalates_to_sigkill(registry: ProcessRegistry, env: LocalEnvironm
     wait_until(lambda: "ready" in registry.log(rec.process_id, OWNER).text, 60, "trap set")
     info = registry.kill(rec.process_id, OWNER)
     assert info.status == "killed"
-    assert not env.is_running(rec.spawned())
-    # Nothing of its group is left: not the shell, not the sleep it was waiting on.
-    assert not env.signal(rec.spawned(), 0)
-    survivors = [
-        p.pid
-        for p in psutil.process_iter()
-        if _pgid(p.pid) == rec.pgid and p.status() != psutil.STATUS_ZOMBIE
-    ]
-    assert survivors == []
+    assert_group_gone(env, rec)
 
 
 def _pgid(pid: int) -> int | None:
@@ -132,6 +109,18 @@ def _pgid(pid: int) -> int | None:
         return os.getpgid(pid)
     except OSError:
         return None
+
+
+def assert_group_gone(env: LocalEnvironment, rec: ProcessRecord) -> None:
+    """Nothing of the process's group is left: not the shell, not what it waited on."""
+    assert not env.is_running(rec.spawned())
+    assert not env.signal(rec.spawned(), 0)
+    survivors = [
+        p.pid
+        for p in psutil.process_iter()
+        if _pgid(p.pid) == rec.pgid and p.status() != psutil.STATUS_ZOMBIE
+    ]
+    assert survivors == []
 
 
 def test_exactly_one_receipt_when_kill_races_exit(
