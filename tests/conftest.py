@@ -23,7 +23,7 @@ def sbx_home() -> Iterator[Path]:
     """A fresh, short SBX_HOME; its embedded broker (if any) is stopped afterwards."""
     home = short_tmpdir("sbx-home-")
     yield home
-    from worker.broker import EmbeddedBroker
+    from worker.broker.embedded import EmbeddedBroker
 
     EmbeddedBroker(home).stop()
     shutil.rmtree(home, ignore_errors=True)

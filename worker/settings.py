@@ -1,16 +1,25 @@
-"""One settings object for the whole process, read once (``SBX_*`` variables, CONTRACT.md).
+"""One settings object for the whole process, read once (``SBX_*`` variables and config.yaml).
 
 Values come from the environment first, then from ``$SBX_HOME/config.yaml``
 (the same keys in lower case, e.g. ``broker_url: redis://...``), then defaults.
+This is the only place that reads either. It also carries:
+
+* each backend's settings: ``SBX_<BACKEND>_<KEY>`` variables over the
+  ``<backend>:`` (or ``backends: {<backend>: ...}``) mappings of config.yaml,
+  validated by the backend's own config model (:meth:`Settings.backend_config`);
+* the approval policy (``approvals``, ``command_allowlist``, ``command_denylist``);
+* the tool registry's plugin settings (``plugins``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -31,10 +40,15 @@ from pydantic_settings import (
 )
 from pydantic_settings import SettingsError as SettingsSourceError
 
+from environments.errors import Invalid
+
+if TYPE_CHECKING:
+    from environments.config import BackendConfig
+
 log = logging.getLogger(__name__)
 
 
-class SettingsError(ValueError):
+class SettingsError(Invalid):
     """The configuration (``SBX_*`` or config.yaml) is invalid; one line, values never shown."""
 
 
@@ -61,9 +75,27 @@ class _YamlFileSource(InitSettingsSource):
                 raise SettingsError(f"{path} must hold a mapping of settings")
             if path.stat().st_mode & 0o077 and ({"secret_key", "mcp_servers"} & loaded.keys()):
                 log.warning("%s holds secrets but other users may read it: chmod 600 it", path)
-            fields = settings_cls.model_fields
-            data = {k: v for k, v in loaded.items() if k in fields}
+            data = _split_document(loaded, settings_cls.model_fields)
         super().__init__(settings_cls, data)
+
+
+def _split_document(loaded: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """config.yaml's settings; other top-level mappings are backends' settings."""
+    data = {k: v for k, v in loaded.items() if k in fields}
+    backends: dict[str, Any] = {}
+    if isinstance(data.get("backends"), dict):
+        backends.update(data["backends"])
+    for key, value in loaded.items():
+        if key not in fields and isinstance(value, dict):
+            backends[key] = value
+    data["backends"] = backends
+    return data
+
+
+def _env_backend_vars() -> dict[str, str]:
+    """``SBX_*`` variables that name no setting: candidates for ``SBX_<BACKEND>_<KEY>``."""
+    own = {f"SBX_{name.upper()}" for name in Settings.model_fields}
+    return {k: v for k, v in os.environ.items() if k.startswith("SBX_") and k not in own}
 
 
 class McpServerSettings(BaseModel):
@@ -89,6 +121,15 @@ class McpServerSettings(BaseModel):
     """Tools that always ask for approval and are never deferred."""
     timeout: float = Field(default=30.0, gt=0, le=3600)
     """Seconds for start-up + handshake and for each request."""
+
+
+def _env_value_for(value: str) -> Any:
+    """A variable's text, or the JSON it holds for structured keys (``[...]``, ``{...}``)."""
+    stripped = value.strip()
+    if stripped[:1] in ("[", "{"):
+        with contextlib.suppress(ValueError):
+            return json.loads(stripped)
+    return value
 
 
 class _Hidden:
@@ -137,7 +178,7 @@ McpServers = Annotated[
 
 
 class Settings(BaseSettings):
-    """Deployment settings of sbx; see CONTRACT.md for the public ones."""
+    """Deployment settings of sbx; docs/configuration.md lists the public ones."""
 
     model_config = SettingsConfigDict(env_prefix="SBX_", extra="ignore", frozen=True)
 
@@ -181,6 +222,16 @@ class Settings(BaseSettings):
     """Path of the redis-server binary for the embedded broker; found automatically when unset."""
     mcp_servers: McpServers = Field(default_factory=dict)
     """MCP servers by id (1-64 of ``[A-Za-z0-9_-]``); see docs/architecture.md, "MCP tools"."""
+    backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Backends' settings from config.yaml by backend name (see :meth:`backend_config`)."""
+    approvals: dict[str, Any] = Field(default_factory=dict)
+    """The approval policy (config.yaml ``approvals:``; see docs/approvals.md)."""
+    command_allowlist: list[str] = Field(default_factory=list)
+    command_denylist: list[str] = Field(default_factory=list)
+    plugins: dict[str, Any] = Field(default_factory=dict)
+    """Tool registry plugin settings (``plugins.entries.<id>.allow_tool_override``)."""
+    backend_env: dict[str, str] = Field(default_factory=_env_backend_vars, exclude=True, repr=False)
+    """``SBX_<BACKEND>_<KEY>`` variables as read at start (values may be secrets)."""
 
     @field_validator("process_output_cap", mode="after")
     @classmethod
@@ -204,6 +255,47 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return init_settings, env_settings, _YamlFileSource(settings_cls)
+
+    def backend_config(self, name: str) -> BackendConfig:
+        """The validated config of backend ``name``: ``SBX_<NAME>_<KEY>`` variables over
+        config.yaml's mapping for it, over the backend's defaults.
+
+        Raises :class:`SettingsError` (one line, values hidden) for invalid values and
+        :class:`~environments.errors.UnknownBackend` / ``ImportError`` as
+        :func:`~environments.registry.backend_class` does.
+        """
+        from environments.registry import ALIASES, backend_class, canonical_name
+
+        canonical = canonical_name(name)
+        model = backend_class(canonical).config_model
+        names = [canonical, *(alias for alias, target in ALIASES.items() if target == canonical)]
+        data: dict[str, Any] = {}
+        for n in names:
+            data.update(self.backends.get(n) or {})
+        for n in names:
+            prefix = f"SBX_{n.upper()}_"
+            for key, value in self.backend_env.items():
+                if key.startswith(prefix):
+                    data[key[len(prefix) :].lower()] = _env_value_for(value)
+        data.pop("type", None)
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            )
+            raise SettingsError(
+                f"invalid settings for backend {canonical!r} (config.yaml or "
+                f"SBX_{canonical.upper()}_*): {problems}"
+            ) from None
+
+    def approval_document(self) -> dict[str, Any]:
+        """The approval policy as config.yaml spells it (``approvals`` and the two lists)."""
+        return {
+            "approvals": dict(self.approvals),
+            "command_allowlist": list(self.command_allowlist),
+            "command_denylist": list(self.command_denylist),
+        }
 
     @property
     def secret_path(self) -> Path:

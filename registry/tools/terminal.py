@@ -73,7 +73,7 @@ def _redact(text: str, ctx: ToolContext) -> str:
 
 def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     """Run the command (or start it in the background) after the approval check."""
-    guard = ctx.services.get("approval")
+    guard = ctx.components.get("approval")
     if guard is not None:
         # Checked on every call (retries included): an allow may consume a once-approval.
         decision = guard.check(args.command, session_id=ctx.session_id, backend=ctx.backend)
@@ -81,7 +81,7 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
         if refusal is not None:
             return dict(refusal)
     if args.background:
-        processes = ctx.services.get("processes")
+        processes = ctx.components.get("processes")
         if processes is None:
             return {"error": "background processes are not enabled on this worker"}
         return dict(processes.start_from_tool(args, ctx))

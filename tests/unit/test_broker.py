@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 
 from tests.helpers import short_tmpdir
-from worker.broker import EmbeddedBroker, find_redis_server
+from worker.broker.embedded import EmbeddedBroker, find_redis_server
 
 
 def test_start_share_stop(sbx_home: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.connection import display_url
+from worker.broker.connection import display_url
 
 
 @pytest.mark.parametrize(

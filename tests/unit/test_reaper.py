@@ -9,16 +9,18 @@ import pytest
 
 from environments.backends.local.environment import LocalConfig, LocalEnvironment
 from environments.pool import SandboxPool
-from worker.reaper import Reaper
+from worker.service.reaper import Reaper
 
 
 def test_reaper_closes_idle_sandboxes_and_sweeps_orphans(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     swept: list[float] = []
-    monkeypatch.setattr(
-        LocalEnvironment, "reap_orphans", classmethod(lambda cls, config, idle, keep: swept.append(idle) or [])
-    )
+    def sweep(cls: object, config: object, idle: float, keep: object) -> list[str]:
+        swept.append(idle)
+        return []
+
+    monkeypatch.setattr(LocalEnvironment, "reap_orphans", classmethod(sweep))
     pool = SandboxPool(
         lambda backend, sid: LocalEnvironment(sid, LocalConfig(cwd=str(tmp_path))), idle_ttl=0.0
     )

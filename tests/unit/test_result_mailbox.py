@@ -8,9 +8,15 @@ import pytest
 import redis
 
 from tests.helpers import RedisProcess
-from worker.connection import redis_client
-from worker.liveness import CANCELLED, CallLedger, heartbeat_key, lost_result, result_key
-from worker.reaper import declare_lost
+from worker.broker.connection import redis_client
+from worker.protocol.ledger import (
+    CANCELLED,
+    CallLedger,
+    declare_lost,
+    heartbeat_key,
+    lost_result,
+    result_key,
+)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from environments.backends.local.environment import LocalConfig, LocalEnvironment
-from process_registry.registry import ProcessRegistry
+from process_registry.table import ProcessTable
 from tests.helpers import short_tmpdir
 
 if importlib.util.find_spec("process_registry.redact") is None:  # pragma: no cover
@@ -55,7 +55,7 @@ def env(tmp_path: Path) -> Iterator[LocalEnvironment]:
 
 
 @pytest.fixture
-def registry(home: Path, env: LocalEnvironment, spool: Path) -> Iterator[ProcessRegistry]:
-    reg = ProcessRegistry(home, lambda rec: env, spool_dir=spool, kill_grace=1.0)
+def registry(home: Path, env: LocalEnvironment, spool: Path) -> Iterator[ProcessTable]:
+    reg = ProcessTable(home, lambda rec: env, spool_dir=spool, kill_grace=1.0)
     yield reg
     reg.close()

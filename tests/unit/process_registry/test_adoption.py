@@ -19,7 +19,7 @@ from environments.backends.local.environment import LocalEnvironment
 from environments.procinfo import boot_id, process_start_time
 from process_registry.checkpoints import CheckpointStore, adoptable
 from process_registry.models import PermissionDenied, ProcessRecord, WriterIdentity
-from process_registry.registry import ProcessRegistry
+from process_registry.table import ProcessTable
 from tests.helpers import wait_until
 
 OWNER = "s-owner"
@@ -76,7 +76,7 @@ def checkpoint(
 
 
 def test_live_process_of_dead_writer_is_adopted(
-    registry: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path
+    registry: ProcessTable, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "echo adopted; exec sleep 30", dead_writer())
     report = registry.adopt_all()
@@ -90,7 +90,7 @@ def test_live_process_of_dead_writer_is_adopted(
 
 
 def test_checkpoint_of_live_writer_is_left_alone(
-    registry: ProcessRegistry,
+    registry: ProcessTable,
     env: LocalEnvironment,
     home: Path,
     spool: Path,
@@ -109,7 +109,7 @@ def test_checkpoint_of_live_writer_is_left_alone(
 
 
 def test_recycled_pid_is_not_adopted_nor_signalled(
-    registry: ProcessRegistry,
+    registry: ProcessTable,
     env: LocalEnvironment,
     home: Path,
     spool: Path,
@@ -144,7 +144,7 @@ def test_recycled_pid_is_not_adopted_nor_signalled(
 
 
 def test_other_boot_is_not_adopted_nor_signalled(
-    registry: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path
+    registry: ProcessTable, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "exec sleep 30", dead_writer(), boot_id="another-boot")
     assert registry.adopt_all().finalized == [rec.process_id]
@@ -153,7 +153,7 @@ def test_other_boot_is_not_adopted_nor_signalled(
 
 
 def test_process_that_ended_while_down_gets_true_status(
-    registry: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path
+    registry: ProcessTable, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "echo bye; exit 7", dead_writer())
     wait_until(lambda: Path(rec.status_path).exists(), 60, "status file")
@@ -163,7 +163,7 @@ def test_process_that_ended_while_down_gets_true_status(
 
 
 def test_unknown_status_is_lost_never_invented(
-    registry: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path
+    registry: ProcessTable, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "exit 9", dead_writer())
     # The scenario is "ended while no worker ran": the status file appears just before
@@ -182,10 +182,10 @@ _WORKER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, {repo!r})
     from environments.backends.local.environment import LocalEnvironment
-    from process_registry.registry import ProcessRegistry
+    from process_registry.table import ProcessTable
     home, spool, gate = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     env = LocalEnvironment("s-owner")
-    reg = ProcessRegistry(home, lambda rec: env, spool_dir=spool)
+    reg = ProcessTable(home, lambda rec: env, spool_dir=spool)
     for i in range(20):
         if i % 2:
             cmd = f"exit {{i}}"
@@ -219,7 +219,7 @@ def test_sigkilled_worker_processes_are_all_adopted_or_receipted(
     worker.wait()
     assert len(expected) == 20
     env = LocalEnvironment(OWNER)
-    reg = ProcessRegistry(home, lambda rec: env, spool_dir=spool)
+    reg = ProcessTable(home, lambda rec: env, spool_dir=spool)
     try:
         report = reg.adopt_all()
         handled = set(report.adopted) | set(report.finalized)

@@ -1,4 +1,4 @@
-"""ProcessRegistry with real local processes: lifecycle, kill races, ownership, secrets."""
+"""ProcessTable with real local processes: lifecycle, kill races, ownership, secrets."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from environments.backends.local.environment import LocalEnvironment
 from process_registry.models import NotFound, PermissionDenied, ProcessRecord
-from process_registry.registry import ProcessRegistry
+from process_registry.table import ProcessTable
 from tests.helpers import files_containing, wait_until
 
 from .conftest import GITHUB, OPENAI, PASSWORD, SECRETS
@@ -25,7 +25,7 @@ def receipts_dir(home: Path) -> Path:
 
 
 def test_start_poll_wait_receipt_and_checkpoint_order(
-    registry: ProcessRegistry, home: Path
+    registry: ProcessTable, home: Path
 ) -> None:
     rec = registry.start(registry_env(registry), "echo hello; exit 3", owner_session_id=OWNER)
     info = registry.wait(rec.process_id, OWNER, timeout=30)
@@ -43,14 +43,14 @@ def test_start_poll_wait_receipt_and_checkpoint_order(
     assert [p.process_id for p in registry.list(OWNER)] == [rec.process_id]
 
 
-def registry_env(registry: ProcessRegistry) -> LocalEnvironment:
+def registry_env(registry: ProcessTable) -> LocalEnvironment:
     env = registry.environment_lookup(None)  # type: ignore[arg-type]
     assert isinstance(env, LocalEnvironment)
     return env
 
 
 def test_running_process_has_checkpoint_and_poll_says_running(
-    registry: ProcessRegistry, env: LocalEnvironment, home: Path
+    registry: ProcessTable, env: LocalEnvironment, home: Path
 ) -> None:
     rec = registry.start(env, "echo started; exec sleep 30", owner_session_id=OWNER)
     assert (home / "checkpoints" / f"{rec.process_id}.json").exists()
@@ -61,7 +61,7 @@ def test_running_process_has_checkpoint_and_poll_says_running(
     assert_group_gone(env, rec)
 
 
-def test_log_by_offset_decodes_split_utf8(registry: ProcessRegistry, env: LocalEnvironment) -> None:
+def test_log_by_offset_decodes_split_utf8(registry: ProcessTable, env: LocalEnvironment) -> None:
     text = "héllo wörld ✓ 𝄞 " * 50
     rec = registry.start(env, f"printf '%s' '{text}'", owner_session_id=OWNER)
     registry.wait(rec.process_id, OWNER, timeout=30)
@@ -79,14 +79,14 @@ def test_log_by_offset_decodes_split_utf8(registry: ProcessRegistry, env: LocalE
         assert "".join(parts) == text
 
 
-def test_wait_times_out_without_ending(registry: ProcessRegistry, env: LocalEnvironment) -> None:
+def test_wait_times_out_without_ending(registry: ProcessTable, env: LocalEnvironment) -> None:
     rec = registry.start(env, "exec sleep 30", owner_session_id=OWNER)
     assert registry.wait(rec.process_id, OWNER, timeout=0.05).status == "running"
     registry.kill(rec.process_id, OWNER)
 
 
 def test_timeout_kills_with_status_timeout(
-    registry: ProcessRegistry, env: LocalEnvironment
+    registry: ProcessTable, env: LocalEnvironment
 ) -> None:
     rec = registry.start(env, "exec sleep 30", owner_session_id=OWNER, timeout=0.2)
     info = registry.wait(rec.process_id, OWNER, timeout=30)
@@ -94,7 +94,7 @@ def test_timeout_kills_with_status_timeout(
     assert not env.is_running(rec.spawned())
 
 
-def test_kill_escalates_to_sigkill(registry: ProcessRegistry, env: LocalEnvironment) -> None:
+def test_kill_escalates_to_sigkill(registry: ProcessTable, env: LocalEnvironment) -> None:
     rec = registry.start(
         env, "trap '' TERM; echo ready; while :; do sleep 1; done", owner_session_id=OWNER
     )
@@ -124,7 +124,7 @@ def assert_group_gone(env: LocalEnvironment, rec: ProcessRecord) -> None:
 
 
 def test_exactly_one_receipt_when_kill_races_exit(
-    registry: ProcessRegistry, env: LocalEnvironment, home: Path
+    registry: ProcessTable, env: LocalEnvironment, home: Path
 ) -> None:
     for i in range(15):
         rec = registry.start(env, "true" if i % 2 else "exit 5", owner_session_id=OWNER)
@@ -155,7 +155,7 @@ def test_exactly_one_receipt_when_kill_races_exit(
     assert registry.receipts.verify([OWNER]) == []
 
 
-def test_other_sessions_cannot_act(registry: ProcessRegistry, env: LocalEnvironment) -> None:
+def test_other_sessions_cannot_act(registry: ProcessTable, env: LocalEnvironment) -> None:
     rec = registry.start(env, "exec sleep 30", owner_session_id=OWNER)
     for call in (
         lambda: registry.poll(rec.process_id, "intruder"),
@@ -177,12 +177,12 @@ def test_other_sessions_cannot_act(registry: ProcessRegistry, env: LocalEnvironm
 def test_finished_receipt_readable_by_continuation_only(
     home: Path, env: LocalEnvironment, spool: Path
 ) -> None:
-    reg = ProcessRegistry(home, lambda rec: env, spool_dir=spool)
+    reg = ProcessTable(home, lambda rec: env, spool_dir=spool)
     rec = reg.start(env, "echo done", owner_session_id=OWNER)
     reg.wait(rec.process_id, OWNER, timeout=30)
     reg.close()
     # A fresh worker knows the process only through its receipt.
-    reg2 = ProcessRegistry(home, lambda rec: env, spool_dir=spool)
+    reg2 = ProcessTable(home, lambda rec: env, spool_dir=spool)
     try:
         reg2.continuations.record(OWNER, "s-continued")
         assert reg2.poll(rec.process_id, "s-continued").exit_code == 0
@@ -194,7 +194,7 @@ def test_finished_receipt_readable_by_continuation_only(
 
 
 def test_linger_waits_for_the_sessions_processes(
-    registry: ProcessRegistry, env: LocalEnvironment
+    registry: ProcessTable, env: LocalEnvironment
 ) -> None:
     recs = [registry.start(env, f"exit {i}", owner_session_id=OWNER) for i in range(3)]
     infos = registry.linger(OWNER, timeout=30)
@@ -203,7 +203,7 @@ def test_linger_waits_for_the_sessions_processes(
 
 
 def test_no_secret_in_any_file_under_home(
-    registry: ProcessRegistry, env: LocalEnvironment, home: Path
+    registry: ProcessTable, env: LocalEnvironment, home: Path
 ) -> None:
     cmd = f"echo {GITHUB}; echo key={OPENAI}; echo password={PASSWORD}"
     running = registry.start(env, f"{cmd}; exec sleep 30", owner_session_id=OWNER)

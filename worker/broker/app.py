@@ -5,11 +5,11 @@ Why these settings (DESIGN.md, "Celery facts"):
 * early ack + ``worker_disable_prefetch``: late ack with a visibility timeout
   ran commands twice; early ack with prefetch ran queued calls again after a
   worker joined. Shell commands are not idempotent, and a claim key per call
-  id guards what remains (``worker.liveness``).
+  id guards what remains (``worker.protocol.ledger``).
 * threads pool: one address space, so sandboxes and connections are cached
   per session. It enforces no time limits, so sbx enforces deadlines itself.
 * no result backend: every sbx task answers through its own mailbox in the
-  broker's Redis (``worker.liveness``), one push and one blocking pop, where
+  broker's Redis (``worker.protocol.ledger``), one push and one blocking pop, where
   Celery's Redis backend spends a subscribe, a publish, a read of the stored
   meta and an unsubscribe, and gives up for good after 20 failed reconnects.
 * broker transports: Redis gets ``worker_disable_prefetch`` and no kombu ack
@@ -27,12 +27,9 @@ from celery import Celery
 from celery.app.amqp import AMQP, Queues
 from kombu.entity import Queue
 
-from .connection import is_amqp_url, is_redis_url
-from .settings import Settings
-
-TOOL_CALL_TASK = "sbx.tool_call"
-PING_TASK = "sbx.ping"
-APPROVAL_TASK = "sbx.approval"
+from worker.broker.connection import is_amqp_url, is_redis_url
+from worker.protocol.tasks import own_queue_prefix
+from worker.settings import Settings
 
 
 def create_app(broker_url: str, settings: Settings) -> Celery:
@@ -42,7 +39,7 @@ def create_app(broker_url: str, settings: Settings) -> Celery:
         "sbx",
         broker=broker_url,
         set_as_current=False,
-        amqp=_amqp_class(f"{settings.queue}.w.") if amqp else None,
+        amqp=_amqp_class(own_queue_prefix(settings.queue)) if amqp else None,
     )
     transport: dict[str, Any] = {}
     if is_redis_url(broker_url):

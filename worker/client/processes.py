@@ -1,15 +1,15 @@
-"""Typed background-process helpers for ``SandboxClient`` (mixed in by ``worker.client``).
+"""Typed background-process and receipt helpers, mixed into ``SandboxClient``.
 
 Contracts:
 
-* Process actions are ``process`` tool calls; receipt and session operations
-  are ``sbx.session_op`` tasks (``worker.session_tasks``). Both carry this
+* Process actions are ``process`` tool calls; receipt and continuation operations
+  are ``sbx.receipt_op`` tasks. Both carry this
   client's session id and token; the worker verifies them.
 * Routing: an action on a known process goes to the queue of the worker that
   holds it (``sbx:process:<id>`` in the broker's Redis, written by the worker
   at start and adoption); otherwise to the shared queue.
-* Helpers return pydantic models (``worker.process_messages``) and raise
-  :class:`~worker.process_messages.ProcessError` for an error result, whose
+* Helpers return pydantic models (``worker.protocol.process_messages``) and raise
+  :class:`~worker.errors.ProcessError` for an error result, whose
   ``status`` is ``denied`` (CLI exit 3), ``not_found`` (4), ``invalid``,
   ``pending`` (no worker answered) or ``error``.
 """
@@ -22,26 +22,24 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from .forwarding import route_key
-from .process_messages import (
+from worker.errors import ProcessError
+from worker.protocol.ledger import route_key
+from worker.protocol.process_messages import (
     Continuation,
-    ProcessError,
     ProcessLog,
     ProcessStarted,
     ProcessStatus,
     ProcessWrite,
     Receipt,
-    SessionOpMessage,
+    ReceiptOpMessage,
     VerifyReport,
 )
-from .session_tasks import SESSION_OP_TASK
+from worker.protocol.tasks import RECEIPT_OP_TASK
 
 if TYPE_CHECKING:
-    from celery import Celery
-
-    from .client import SandboxClient
-    from .liveness import CallLedger
-    from .settings import Settings
+    from worker.client.sync import SandboxClient
+    from worker.protocol.ledger import CallLedger
+    from worker.settings import Settings
 
 _SLACK_S = 30.0
 """Extra seconds a client waits beyond an action's own duration."""
@@ -66,7 +64,6 @@ class ProcessClientMixin:
     """Process, receipt and session helpers; needs the ``SandboxClient`` attributes below."""
 
     if TYPE_CHECKING:
-        app: Celery
         settings: Settings
         session_id: str
         session_token: str
@@ -167,15 +164,15 @@ class ProcessClientMixin:
 
     # -- receipts and sessions -------------------------------------------------------------
 
-    def session_op(
+    def receipt_op(
         self, op: str, *, queue: str | None = None, wait: float = _SLACK_S, **fields: Any
     ) -> dict[str, Any]:
-        """Run one ``sbx.session_op`` as this session; the parsed answer."""
-        message = SessionOpMessage.model_validate(
+        """Run one ``sbx.receipt_op`` as this session; the parsed answer."""
+        message = ReceiptOpMessage.model_validate(
             {"session_id": self.session_id, "session_token": self.session_token, "op": op,
              **fields}
         )  # fmt: skip
-        raw = self._host()._ask(SESSION_OP_TASK, [message.model_dump()], wait, queue)
+        raw = self._host().ask(RECEIPT_OP_TASK, [message.model_dump()], wait, queue)
         if raw is None:
             raise ProcessError(
                 f"no worker answered within {wait:g}s: is an `sbx worker` running?", "pending"
@@ -184,26 +181,26 @@ class ProcessClientMixin:
 
     def receipt(self, process_id: str) -> Receipt:
         """The receipt of a finished process this session (or its predecessor) owns."""
-        value = self.session_op(
+        value = self.receipt_op(
             "receipt_show", process_id=process_id, queue=self.process_queue(process_id)
         )
         return Receipt.model_validate(value["receipt"])
 
     def receipts(self) -> list[Receipt]:
         """Every receipt this session may read, oldest first."""
-        return [Receipt.model_validate(r) for r in self.session_op("receipts_list")["receipts"]]
+        return [Receipt.model_validate(r) for r in self.receipt_op("receipts_list")["receipts"]]
 
     def verify_receipts(self) -> list[str]:
         """Integrity problems in the receipts this session may read (empty: all intact)."""
-        return VerifyReport.model_validate(self.session_op("receipts_verify")).problems
+        return VerifyReport.model_validate(self.receipt_op("receipts_verify")).problems
 
     def prune_receipts(self) -> int:
         """Apply retention now; how many receipts were deleted."""
-        return int(self.session_op("receipts_prune")["pruned"])
+        return int(self.receipt_op("receipts_prune")["pruned"])
 
     def continue_session(self, child_id: str) -> Continuation:
         """Record that ``child_id`` continues this session (this client holds the parent token)."""
-        return Continuation.model_validate(self.session_op("continue", child_id=child_id))
+        return Continuation.model_validate(self.receipt_op("continue", child_id=child_id))
 
 
 class AsyncProcessClientMixin:

@@ -1,13 +1,13 @@
 """The worker's background-process service: ``terminal`` with ``background``, ``process``, receipts.
 
-One :class:`ProcessService` per worker process wraps a
-:class:`~process_registry.registry.ProcessRegistry` over ``SBX_HOME`` whose
+One :class:`ProcessManager` per worker process wraps a
+:class:`~process_registry.table.ProcessTable` over ``SBX_HOME`` whose
 environments are the sessions' sandboxes in the worker's pool.
 
 Contracts:
 
 * Every method takes the caller's *verified* session id (``ctx.session_id``
-  for tools; the task verifies the token for :meth:`ProcessService.session_op`).
+  for tools; the task verifies the token for :meth:`ProcessManager.receipt_op`).
   Ownership is checked by the registry; a process id alone authorizes nothing.
 * Tool-facing methods never raise for expected failures: denial, unknown ids,
   bad ids and unsupported actions come back as ``{"error": ..., "status":
@@ -15,7 +15,7 @@ Contracts:
   the protected process (no command, no output).
 * Routing: each running (started or adopted) process is recorded in the
   broker's Redis as ``sbx:process:<id>`` -> ``{"queue", "session"}``, the
-  queue being this worker's own queue (:func:`worker_queue_name`), so clients
+  queue being this worker's own queue (``worker.protocol.tasks.own_queue_name``), so clients
   send later actions to the worker that holds the process. The key is deleted
   once the receipt is written (workers sharing ``SBX_HOME`` all answer from
   receipts), so a dead worker's queue is never the target of a finished process.
@@ -26,8 +26,6 @@ from __future__ import annotations
 import builtins
 import json
 import logging
-import os
-import socket
 from typing import Any
 
 import redis
@@ -37,46 +35,28 @@ from environments.errors import WorkdirNotFound
 from environments.pool import SandboxPool
 from environments.registry import backend_class
 from process_registry.models import (
-    InvalidId,
-    NotFound,
-    PermissionDenied,
     ProcessRecord,
-    ProcessRegistryError,
+    ProcessTableError,
 )
 from process_registry.receipts import DEFAULT_MAX_AGE
-from process_registry.registry import InputUnsupported, ProcessRegistry, PtyUnsupported
 from process_registry.sessions import InvalidSessionId, validate_session_id
+from process_registry.table import InputUnsupported, ProcessTable, PtyUnsupported
 from registry.tools.process import ProcessArgs
-
-from .forwarding import ProcessForwarder, route_key
-from .settings import Settings
+from worker.protocol.ledger import route_key
+from worker.service.boundary import error_fields
+from worker.service.forwarding import ProcessForwarder
+from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 
 _ANSWER_MARGIN_S = 1.0
 
 
-def worker_queue_name(settings: Settings, host: str | None = None, pid: int | None = None) -> str:
-    """This worker's own queue: ``<queue>.w.<host>.<pid>`` (unique per worker process)."""
-    return f"{settings.queue}.w.{host or socket.gethostname()}.{pid or os.getpid()}"
-
-
 def _error(message: str, status: str) -> dict[str, Any]:
     return {"error": message, "status": status}
 
 
-def _failure(exc: Exception) -> dict[str, Any]:
-    """The tool result for an expected failure; never leaks protected data."""
-    if isinstance(exc, PermissionDenied):
-        return _error("permission denied: this session does not own that process", "denied")
-    if isinstance(exc, NotFound):
-        return _error(str(exc), "not_found")
-    if isinstance(exc, (InvalidId, InvalidSessionId)):
-        return _error(str(exc), "invalid")
-    return _error(str(exc), "error")
-
-
-class ProcessService:
+class ProcessManager:
     """Background processes of one worker, over its sandbox pool (see module docstring)."""
 
     def __init__(
@@ -93,8 +73,8 @@ class ProcessService:
         self.redis = redis_client
         self.worker_queue = worker_queue
         self.forwarder: ProcessForwarder | None = None
-        """Set by :func:`install_process_service` in a worker with its own queue."""
-        self.registry = ProcessRegistry(
+        """Set by :func:`install_process_manager` in a worker with its own queue."""
+        self.table = ProcessTable(
             settings.home,
             self._lookup,
             kill_grace=kill_grace,
@@ -149,7 +129,7 @@ class ProcessService:
         """
         return any(
             p.backend == backend and p.status == "running"
-            for p in self.registry.list(session_id)
+            for p in self.table.list(session_id)
         )
 
     # -- terminal background: true ---------------------------------------------------------
@@ -164,14 +144,14 @@ class ProcessService:
         """
         try:
             with ctx.pool.session(ctx.session_id, ctx.backend) as env:
-                rec = self.registry.start(
+                rec = self.table.start(
                     env,
                     args.command,
                     owner_session_id=ctx.session_id,
                     workdir=args.workdir,
                     pty=bool(getattr(args, "pty", False)),
                 )
-        except (WorkdirNotFound, PtyUnsupported, ProcessRegistryError, ValueError) as exc:
+        except (WorkdirNotFound, PtyUnsupported, ProcessTableError, ValueError) as exc:
             return _error(str(exc), "error")
         self._route(rec.process_id, ctx.session_id)
         return {"process_id": rec.process_id, "pid": rec.pid, "status": "running"}
@@ -183,7 +163,7 @@ class ProcessService:
 
         An action for a process another worker holds is forwarded to it, and
         ``list`` includes the session's processes on other workers
-        (:mod:`worker.forwarding`).
+        (:mod:`worker.service.forwarding`).
         """
         session = str(ctx.session_id)
         forwarded = self._forward(args, ctx)
@@ -191,30 +171,30 @@ class ProcessService:
             return forwarded
         try:
             if args.action == "list":
-                infos = self.registry.list(session)
+                infos = self.table.list(session)
                 return {"processes": [i.model_dump(mode="json") for i in infos]}
             if args.process_id is None:
                 return _error(f"action {args.action!r} needs a process_id", "invalid")
             pid = args.process_id
             if args.action == "poll":
-                return self.registry.poll(pid, session).model_dump(mode="json")
+                return self.table.poll(pid, session).model_dump(mode="json")
             if args.action == "log":
-                chunk = self.registry.log(pid, session, args.offset, args.limit)
+                chunk = self.table.log(pid, session, args.offset, args.limit)
                 return chunk.model_dump(mode="json")
             if args.action == "wait":
                 budget = max(0.0, float(ctx.remaining()) - _ANSWER_MARGIN_S)
                 timeout = budget if args.timeout is None else min(float(args.timeout), budget)
-                info = self.registry.wait(pid, session, timeout=timeout)
+                info = self.table.wait(pid, session, timeout=timeout)
                 result = info.model_dump(mode="json")
                 if info.status == "running":
                     result["waited_s"] = timeout
                     result["note"] = "still running after the wait; wait again or kill it"
                 return result
             if args.action == "kill":
-                return self.registry.kill(pid, session).model_dump(mode="json")
+                return self.table.kill(pid, session).model_dump(mode="json")
             return self._write(pid, args.data, ctx)
-        except (ProcessRegistryError, InvalidSessionId) as exc:
-            return _failure(exc)
+        except (ProcessTableError, InvalidSessionId) as exc:
+            return error_fields(exc)
 
     def _forward(self, args: ProcessArgs, ctx: Any) -> dict[str, Any] | None:
         """The answer of the worker(s) holding what ``args`` asks about; None: answer here."""
@@ -228,7 +208,7 @@ class ProcessService:
                 queues = fwd.session_queues(session)
                 if not queues:
                     return None
-                mine = self.registry.list(session)
+                mine = self.table.list(session)
                 merged = {i.process_id: i.model_dump(mode="json") for i in mine}
                 unreachable = []
                 for queue in sorted(queues):
@@ -243,7 +223,7 @@ class ProcessService:
                 if unreachable:
                     result["unreachable_workers"] = unreachable
                 return result
-            if args.process_id is None or self.registry.tracks(args.process_id):
+            if args.process_id is None or self.table.tracks(args.process_id):
                 return None
             holder = fwd.holder_queue(args.process_id)
             if holder is None:
@@ -256,7 +236,7 @@ class ProcessService:
     def _write(self, process_id: str, data: str | None, ctx: Any) -> dict[str, Any]:
         if data is None:
             return _error("action 'write' needs data (the text to type)", "invalid")
-        guard = ctx.services.get("approval") if isinstance(ctx.services, dict) else None
+        guard = ctx.components.get("approval") if isinstance(ctx.components, dict) else None
         if guard is not None and data.strip():
             # Input to a pty shell is a command too: the same approval rules apply.
             refusal = guard.check(
@@ -265,14 +245,14 @@ class ProcessService:
             if refusal is not None:
                 return dict(refusal)
         try:
-            sent = self.registry.write(process_id, ctx.session_id, data)
+            sent = self.table.write(process_id, ctx.session_id, data)
         except InputUnsupported as exc:
             return _error(str(exc), "error")
         return {"process_id": process_id, "bytes_written": sent, "status": "running"}
 
-    # -- receipts and sessions (sbx.session_op) --------------------------------------------
+    # -- receipts and continuations (sbx.receipt_op) ----------------------------------------
 
-    def session_op(self, op: str, session_id: str, **kw: Any) -> dict[str, Any]:
+    def receipt_op(self, op: str, session_id: str, **kw: Any) -> dict[str, Any]:
         """Receipt and session operations for the verified ``session_id``.
 
         ``receipts_list`` -> ``{"receipts": [...]}``; ``receipt_show``
@@ -283,7 +263,7 @@ class ProcessService:
         caller (the caller proved it holds the parent's token) ->
         ``{"parent", "child"}``. Failures as in the module docstring.
         """
-        store = self.registry.receipts
+        store = self.table.receipts
         try:
             validate_session_id(session_id)
             if op == "receipts_list":
@@ -298,10 +278,10 @@ class ProcessService:
                 return {"pruned": store.prune()}
             if op == "continue":
                 child = validate_session_id(str(kw.get("child_id") or ""))
-                self.registry.continuations.record(session_id, child)
+                self.table.continuations.record(session_id, child)
                 return {"parent": session_id, "child": child}
-        except (ProcessRegistryError, InvalidSessionId) as exc:
-            return _failure(exc)
+        except (ProcessTableError, InvalidSessionId) as exc:
+            return error_fields(exc)
         return _error(f"unknown session operation {op!r}", "invalid")
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -311,9 +291,9 @@ class ProcessService:
 
         Finalized ones lose their route (see ``_unroute``): their receipt answers.
         """
-        report = self.registry.adopt_all()
+        report = self.table.adopt_all()
         for process_id in report.adopted:
-            owner = self.registry.owner_of(process_id)
+            owner = self.table.owner_of(process_id)
             if owner is not None:
                 self._route(process_id, owner)
         if report.adopted or report.finalized or report.skipped:
@@ -331,46 +311,46 @@ class ProcessService:
 
     def linger(self, session_id: str, timeout: float) -> builtins.list[dict[str, Any]]:
         """Wait (bounded) for the session's processes; their final views."""
-        return [i.model_dump(mode="json") for i in self.registry.linger(session_id, timeout)]
+        return [i.model_dump(mode="json") for i in self.table.linger(session_id, timeout)]
 
     def close(self) -> None:
         """Stop watching; the processes keep running for the next worker to adopt."""
         if self.forwarder is not None:
             self.forwarder.close()
-        self.registry.close()
+        self.table.close()
 
 
-def install_process_service(
-    services: Any, settings: Settings, worker_queue: str | None = None
-) -> ProcessService:
-    """Build the worker's :class:`ProcessService` into ``services.extras["processes"]``.
+def install_process_manager(
+    runtime: Any, settings: Settings, worker_queue: str | None = None
+) -> ProcessManager:
+    """Build the worker's :class:`ProcessManager` into ``runtime.components["processes"]``.
 
-    ``services`` is a ``worker.services.Services``; routes go to its ledger's
+    ``runtime`` is the worker's ``WorkerRuntime``; routes go to its ledger's
     Redis. Idempotent: a second call returns the installed service.
     """
-    existing = services.extras.get("processes")
-    if isinstance(existing, ProcessService):
+    existing = runtime.components.get("processes")
+    if isinstance(existing, ProcessManager):
         return existing
-    service = ProcessService(
-        settings, services.pool, redis_client=services.ledger.client, worker_queue=worker_queue
+    service = ProcessManager(
+        settings, runtime.pool, redis_client=runtime.ledger.client, worker_queue=worker_queue
     )
     if worker_queue is not None:
-        service.forwarder = ProcessForwarder(services, worker_queue)
-    services.extras["processes"] = service
-    services.pool.keep_alive = service.holds_running
+        service.forwarder = ProcessForwarder(runtime, worker_queue)
+    runtime.components["processes"] = service
+    runtime.pool.keep_alive = service.holds_running
     return service
 
 
-def adopt_processes(services: Any) -> dict[str, Any] | None:
+def adopt_processes(runtime: Any) -> dict[str, Any] | None:
     """At ``worker_ready``: adopt the checkpoints of dead workers (None: no service)."""
-    service = services.extras.get("processes")
-    if not isinstance(service, ProcessService):
+    service = runtime.components.get("processes")
+    if not isinstance(service, ProcessManager):
         return None
     return service.adopt_all()
 
 
-def close_process_service(services: Any) -> None:
+def close_process_manager(runtime: Any) -> None:
     """At ``worker_shutdown``, before the pool closes: stop watching (processes live on)."""
-    service = services.extras.get("processes")
-    if isinstance(service, ProcessService):
+    service = runtime.components.get("processes")
+    if isinstance(service, ProcessManager):
         service.close()

@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from registry.core import ToolRegistry
     from registry.mcp import McpCatalog, McpServerConfig
-
-    from .settings import Settings
+    from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 

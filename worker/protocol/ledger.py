@@ -1,4 +1,4 @@
-"""Exactly-once execution and lost-call detection, kept in the broker's Redis.
+"""sbx's own state in the ledger (a Redis): claims, heartbeats, mailboxes, routes.
 
 * A call id is *claimed* (``SET NX``) before its command runs; a redelivered
   message finds the claim and does nothing, so a command never runs twice.
@@ -9,13 +9,15 @@
   result backend: one round trip for the worker, one blocking pop for the
   client. The first result delivered for a call id wins (the real one, or
   ``lost``); a mailbox is read once and expires with the claim.
+* A running background process has a *route* naming the queue of the worker
+  that holds it, so its actions reach that worker.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -27,6 +29,7 @@ from registry.results import to_json
 log = logging.getLogger(__name__)
 
 RUNNING_KEY = "sbx:calls:running"
+ROUTE_PREFIX = "sbx:process:"
 
 
 def claim_key(call_id: str) -> str:
@@ -205,52 +208,27 @@ def lost_result(call_id: str, worker_id: str | None) -> str:
     )
 
 
-class Heartbeat(threading.Thread):
-    """Daemon thread that refreshes the heartbeats of this worker's running calls."""
+def declare_lost(ledger: CallLedger, call_id: str, worker_id: str | None) -> bool:
+    """Deliver a ``lost`` result for ``call_id`` unless it has a result. True if it did."""
+    ledger.forget(call_id)
+    if not ledger.deliver(call_id, lost_result(call_id, worker_id)):
+        return False
+    log.warning("call %s declared lost (worker %s stopped beating)", call_id, worker_id)
+    return True
 
-    def __init__(self, ledger: CallLedger, worker_id: str, interval: float) -> None:
-        super().__init__(name="sbx-heartbeat", daemon=True)
-        self.ledger = ledger
-        self.worker_id = worker_id
-        self.interval = interval
-        self._active: dict[str, threading.Event] = {}
-        self._finished: list[str] = []
-        self._lock = threading.Lock()
-        self._stop_event = threading.Event()
 
-    def add(self, call_id: str, cancel: threading.Event | None = None) -> None:
-        """Beat for ``call_id`` until :meth:`finish`; set ``cancel`` if it gets cancelled."""
-        with self._lock:
-            self._active[call_id] = cancel or threading.Event()
+def route_key(process_id: str) -> str:
+    """Redis key naming the worker queue that holds ``process_id``."""
+    return ROUTE_PREFIX + process_id
 
-    def finish(self, call_id: str) -> None:
-        """Stop beating for ``call_id`` and release it on the next tick.
 
-        Releasing off the call's path saves a round trip per call; until then the
-        call still looks running, which is harmless: its result is stored, and
-        the lost-call check never overrides a stored result.
-        """
-        with self._lock:
-            self._active.pop(call_id, None)
-            self._finished.append(call_id)
-
-    def stop(self) -> None:
-        self._stop_event.set()
-
-    def run(self) -> None:
-        while not self._stop_event.wait(self.interval):
-            self.tick()
-        self.tick()
-
-    def tick(self) -> None:
-        """Refresh running calls' heartbeats and release finished ones (one round trip)."""
-        with self._lock:
-            active = dict(self._active)
-            finished, self._finished = self._finished, []
-        try:
-            self.ledger.beat(list(active), self.worker_id, finished=finished)
-            for call_id in self.ledger.cancelled(list(active)):
-                active[call_id].set()
-        except (redis.RedisError, OSError):
-            with self._lock:
-                self._finished.extend(finished)
+def read_route(client: redis.Redis, process_id: str) -> dict[str, str] | None:
+    """The route of ``process_id`` (``{"queue", "session"}``), or None."""
+    raw: Any = client.get(route_key(process_id))
+    if not raw:
+        return None
+    try:
+        route = json.loads(raw)
+    except ValueError:
+        return None
+    return route if isinstance(route, dict) and route.get("queue") else None

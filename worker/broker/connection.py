@@ -14,8 +14,8 @@ from urllib.parse import parse_qsl, urlencode, urlparse
 
 import redis
 
-from .broker import EmbeddedBroker
-from .settings import Settings, SettingsError
+from worker.broker.embedded import EmbeddedBroker
+from worker.settings import Settings, SettingsError
 
 log = logging.getLogger(__name__)
 

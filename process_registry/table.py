@@ -14,7 +14,7 @@ Contracts (DESIGN.md decisions 3-5):
   no output in memory. Reads are by byte offset and never split a UTF-8 sequence.
   The file keeps at most ``output_cap`` bytes on disk, the newest
   (:mod:`process_registry.output_cap`); reads never return its discarded head.
-* :meth:`ProcessRegistry.adopt_all` adopts a checkpointed process only when
+* :meth:`ProcessTable.adopt_all` adopts a checkpointed process only when
   pid, start time and boot id match and its writer is gone; otherwise it
   never signals it, and records its true exit status (or ``lost``).
 """
@@ -48,8 +48,8 @@ from .models import (
     PermissionDenied,
     ProcessInfo,
     ProcessRecord,
-    ProcessRegistryError,
     ProcessState,
+    ProcessTableError,
     Receipt,
     redact,
 )
@@ -76,15 +76,15 @@ EnvironmentLookup = Callable[[ProcessRecord], Environment | None]
 _FINISHED_KEPT = 256
 
 
-class PtyUnsupported(ProcessRegistryError, ValueError):
+class PtyUnsupported(ProcessTableError, ValueError):
     """``pty`` was asked of a backend that cannot run background processes on a pty."""
 
 
-class InputUnsupported(ProcessRegistryError, ValueError):
+class InputUnsupported(ProcessTableError, ValueError):
     """``write`` to a process that takes no input (not started with ``pty``, or ended)."""
 
 
-class ProcessRegistry:
+class ProcessTable:
     """Background processes of one worker over one ``SBX_HOME``."""
 
     def __init__(

@@ -1,7 +1,7 @@
 """Process actions that reach a worker which does not hold the process.
 
 A background process lives on one worker; its route ``sbx:process:<id>``
-names that worker's own queue (``worker.processes``). ``SandboxClient`` sends
+names that worker's own queue (``worker.service.processes``). ``SandboxClient`` sends
 actions there directly, but any other caller (a platform publishing to the
 shared queue, several workers behind one queue) may reach another worker.
 That worker forwards, as the same verified session:
@@ -26,70 +26,45 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from .liveness import claim_key
-from .messages import ToolCallMessage
+from worker.broker.sender import CallSender
+from worker.protocol.ledger import ROUTE_PREFIX, claim_key, read_route
+from worker.protocol.messages import ToolCallMessage
 
 if TYPE_CHECKING:
-    import redis
-
-    from .client import SandboxClient
-    from .services import Services
+    from worker.service.runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
 
-ROUTE_PREFIX = "sbx:process:"
 TAKEN_WITHIN_S = 10.0
 """How long a holder may take to start a forwarded action before it counts as gone."""
-
-
-def route_key(process_id: str) -> str:
-    """Redis key naming the worker queue that holds ``process_id``."""
-    return ROUTE_PREFIX + process_id
-
-
-def read_route(client: redis.Redis, process_id: str) -> dict[str, str] | None:
-    """The route of ``process_id`` (``{"queue", "session"}``), or None."""
-    raw: Any = client.get(route_key(process_id))
-    if not raw:
-        return None
-    try:
-        route = json.loads(raw)
-    except ValueError:
-        return None
-    return route if isinstance(route, dict) and route.get("queue") else None
 
 
 class ProcessForwarder:
     """Forwards process actions from this worker (own queue ``own_queue``) to their holders."""
 
-    def __init__(self, services: Services, own_queue: str) -> None:
-        self.services = services
+    def __init__(self, runtime: WorkerRuntime, own_queue: str) -> None:
+        self.runtime = runtime
         self.own_queue = own_queue
-        self._client: SandboxClient | None = None
+        self._sender: CallSender | None = None
         self._lock = threading.Lock()
 
-    def _sender(self) -> SandboxClient:
-        """A client on the worker's broker and ledger (made on first use)."""
-        from .client import SandboxClient
-
+    def _get_sender(self) -> CallSender:
+        """A sender on the worker's broker and ledger (made on first use)."""
         with self._lock:
-            if self._client is None:
-                svc = self.services
-                # Its own session is never used: every message carries its caller's.
-                self._client = SandboxClient(
-                    svc.broker_url, "sbx-forwarder", "-", settings=svc.settings
-                )
-            return self._client
+            if self._sender is None:
+                rt = self.runtime
+                self._sender = CallSender(rt.broker_url, rt.ledger_url, rt.settings)
+            return self._sender
 
     def holder_queue(self, process_id: str) -> str | None:
         """The queue of the other worker holding ``process_id`` (None: none, or this one)."""
-        route = read_route(self.services.ledger.client, process_id)
+        route = read_route(self.runtime.ledger.client, process_id)
         queue = route["queue"] if route else None
         return queue if queue and queue != self.own_queue else None
 
     def session_queues(self, session_id: str) -> set[str]:
         """Queues of the other workers holding a running process of ``session_id``."""
-        client = self.services.ledger.client
+        client = self.runtime.ledger.client
         queues: set[str] = set()
         for key in client.scan_iter(match=ROUTE_PREFIX + "*", count=500):
             name = key.decode() if isinstance(key, bytes) else str(key)
@@ -102,12 +77,12 @@ class ProcessForwarder:
         self, queue: str, args: dict[str, Any], session_id: str, backend: str, wait: float
     ) -> dict[str, Any]:
         """Run ``process`` with ``args`` for ``session_id`` on the worker of ``queue``."""
-        sender = self._sender()
+        sender = self._get_sender()
         call_id = uuid.uuid4().hex
         message = ToolCallMessage(
             call_id=call_id,
             session_id=session_id,
-            session_token=self.services.signer.token(session_id),
+            session_token=self.runtime.signer.token(session_id),
             tool="process",
             args=args,
             backend=backend,
@@ -132,6 +107,6 @@ class ProcessForwarder:
 
     def close(self) -> None:
         with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+            if self._sender is not None:
+                self._sender.close()
+                self._sender = None

@@ -18,12 +18,12 @@ from registry.approval import (
     ApprovalNotFoundError,
     ApprovalSessionError,
 )
+from worker.protocol.messages import ApprovalMessage, ApprovalResult
+from worker.service.boundary import CallerDenied, verify_caller
+from worker.service.runtime import WorkerRuntime
 
-from .messages import ApprovalMessage, ApprovalResult
-from .services import Services
 
-
-def execute_approval(raw: Any, services: Services) -> str:
+def execute_approval(raw: Any, runtime: WorkerRuntime) -> str:
     """Apply one approval answer; returns :class:`ApprovalResult` as JSON."""
     try:
         message = ApprovalMessage.model_validate(raw)
@@ -32,10 +32,12 @@ def execute_approval(raw: Any, services: Services) -> str:
                               error=f"malformed approval message: {exc.error_count()} problem(s)"
                               ).model_dump_json()  # fmt: skip
     result = ApprovalResult(status="error", approval_id=message.approval_id)
-    if not services.signer.verify(message.session_id, message.session_token):
-        result.status, result.error = "forbidden", "session token missing or invalid"
+    try:
+        verify_caller(runtime.signer, message.session_id, message.session_token)
+    except CallerDenied as exc:
+        result.status, result.error = "denied", str(exc)
         return result.model_dump_json()
-    guard: ApprovalGuard = services.extras["approval"]
+    guard: ApprovalGuard = runtime.components["approval"]
     try:
         if message.action == "approve":
             guard.approve(message.approval_id, message.scope, session_id=message.session_id)

@@ -1,36 +1,27 @@
-"""Typed results of the process helpers (``worker.process_client``) and the session-op message."""
+"""Typed results of the process helpers (``worker.client.processes``) and the receipt-op message."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 ProcessStatusValue = Literal["running", "exited", "killed", "timeout", "lost"]
-SessionOp = Literal[
+ReceiptOp = Literal[
     "receipts_list", "receipt_show", "receipts_verify", "receipts_prune", "continue"
 ]
 
 
-class SessionOpMessage(BaseModel):
-    """One receipt/session operation queued for a worker (``sbx.session_op``)."""
+class ReceiptOpMessage(BaseModel):
+    """One receipt or continuation operation queued for a worker (``sbx.receipt_op``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     session_id: str
     session_token: str = ""
-    op: SessionOp
+    op: ReceiptOp
     process_id: str | None = None
     child_id: str | None = None
-
-
-class ProcessError(RuntimeError):
-    """A process action failed; ``status``: ``denied``, ``not_found``, ``invalid`` or ``error``."""
-
-    def __init__(self, message: str, status: str = "error", result: dict[str, Any] | None = None):
-        super().__init__(message)
-        self.status = status
-        self.result = result or {}
 
 
 class ProcessStarted(BaseModel):

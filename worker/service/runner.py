@@ -9,20 +9,20 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_ready, worker_shutdown
 
-from .app import create_app, worker_queue
-from .connection import display_url, is_amqp_url, resolve_broker_url
-from .mcp_wiring import start_mcp
-from .processes import (
+from worker.broker.app import create_app, worker_queue
+from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
+from worker.protocol.tasks import own_queue_name
+from worker.service.mcp import start_mcp
+from worker.service.processes import (
     adopt_processes,
-    close_process_service,
-    install_process_service,
-    worker_queue_name,
+    close_process_manager,
+    install_process_manager,
 )
-from .reaper import Reaper
-from .services import configure_services, services
-from .session_tasks import register_session_tasks
-from .settings import Settings
-from .tasks import register_tasks
+from worker.service.reaper import Reaper
+from worker.service.receipt_ops import register_receipt_tasks
+from worker.service.runtime import configure_runtime, runtime
+from worker.service.tasks import register_tasks
+from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def worker_app(settings: Settings, broker_url: str | None = None) -> Celery:
     """The worker's Celery app with sbx's tasks registered."""
     app = create_app(broker_url or resolve_broker_url(settings), settings)
     register_tasks(app)
-    register_session_tasks(app)
+    register_receipt_tasks(app)
     return app
 
 
@@ -51,11 +51,11 @@ def run_worker(
     url = broker_url or resolve_broker_url(settings)
     app = worker_app(settings, url)
     # Each worker also consumes its own queue: actions on its local processes go there.
-    own_queue = worker_queue_name(settings)
+    own_queue = own_queue_name(settings.queue)
     if is_amqp_url(url):
         # Declared by this worker alone, durable and expiring (worker.app.worker_queue).
         app.amqp.queues.add(worker_queue(own_queue))
-    install_process_service(configure_services(settings, url), settings, own_queue)
+    install_process_manager(configure_runtime(settings, url), settings, own_queue)
     reaper: list[Reaper] = []
     # before consuming: persisted MCP tools are callable from the first task; never blocks
     mcp = start_mcp(settings)
@@ -67,7 +67,7 @@ def run_worker(
             # loop, which sleeps up to 10 s while the broker is quiet (AMQP; Redis wakes it
             # every second): a tick bounds that to 1 s. Kept across reconnects.
             hub.call_repeatedly(1.0, _tick)
-        svc = services()
+        svc = runtime()
         adopt_processes(svc)
         r = Reaper(
             svc.ledger, settings.lost_after, svc.pool, orphan_max_idle=settings.orphan_max_idle
@@ -87,8 +87,8 @@ def run_worker(
             mcp.close()  # stops the MCP server processes
         for r in reaper:
             r.stop()
-        close_process_service(services())
-        services().close()
+        close_process_manager(runtime())
+        runtime().close()
 
     # Celery logs each task's return value at INFO; results are tool output, kept out of logs.
     logging.getLogger("celery.app.trace").setLevel(logging.WARNING)

@@ -13,16 +13,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from process_registry.sessions import InvalidSessionId, validate_session_id
+from environments.registry import canonical_name
 from registry.context import ToolContext
 from registry.core import ToolRegistry
 from registry.core import registry as default_registry
 from registry.discovery import discover_builtin_tools
 from registry.dispatch import handle_function_call
 from registry.results import tool_error
-
-from .messages import ToolCallMessage
-from .services import Services
+from worker.protocol.messages import ToolCallMessage
+from worker.service.boundary import CallerDenied, error_result, verify_caller
+from worker.service.runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def cancelled_before_start(call_id: str) -> str:
 
 def execute_call(
     raw: Any,
-    services: Services,
+    runtime: WorkerRuntime,
     tools: ToolRegistry = default_registry,
     *,
     cancel: threading.Event | None = None,
@@ -59,24 +59,22 @@ def execute_call(
         return tool_error(f"malformed call message: {exc.error_count()} problem(s): "
                           + "; ".join(e["msg"] for e in exc.errors(include_url=False)))  # fmt: skip
     try:
-        validate_session_id(message.session_id)
-    except InvalidSessionId as exc:
-        return tool_error(str(exc), status="denied")
-    if not services.signer.verify(message.session_id, message.session_token):
-        return tool_error("session token missing or invalid for this session", status="denied")
-    settings = services.settings
+        verify_caller(runtime.signer, message.session_id, message.session_token)
+    except CallerDenied as exc:
+        return error_result(exc)
+    settings = runtime.settings
     budget = message.deadline_s or float(settings.max_timeout) + 60.0
     ctx = ToolContext(
         session_id=message.session_id,
         call_id=message.call_id,
-        backend=message.backend or settings.backend,
-        pool=services.pool,
+        backend=canonical_name(message.backend or settings.backend),
+        pool=runtime.pool,
         deadline=time.monotonic() + max(0.5, budget - _ANSWER_MARGIN_S),
         output_limit=settings.output_limit,
         redact_output=settings.redact_output,
         default_timeout=settings.default_timeout,
         max_timeout=settings.max_timeout,
-        services=services.extras,
+        components=runtime.components,
         cancel=cancel or threading.Event(),
         forwarded=message.forwarded,
     )

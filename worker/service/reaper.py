@@ -12,19 +12,9 @@ import redis
 
 from environments.pool import SandboxPool
 from environments.registry import backend_class
-
-from .liveness import CallLedger, lost_result
+from worker.protocol.ledger import CallLedger, declare_lost
 
 log = logging.getLogger(__name__)
-
-
-def declare_lost(ledger: CallLedger, call_id: str, worker_id: str | None) -> bool:
-    """Deliver a ``lost`` result for ``call_id`` unless it has a result. True if it did."""
-    ledger.forget(call_id)
-    if not ledger.deliver(call_id, lost_result(call_id, worker_id)):
-        return False
-    log.warning("call %s declared lost (worker %s stopped beating)", call_id, worker_id)
-    return True
 
 
 def reap_lost_calls(ledger: CallLedger) -> list[str]:

@@ -12,11 +12,11 @@ import redis
 from celery import Celery, Task
 from celery.exceptions import Ignore
 
-from .app import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
-from .approvals import execute_approval
-from .calls import cancelled_before_start, execute_call
-from .liveness import CANCELLED, DUPLICATE, CallLedger
-from .services import Services, services
+from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger
+from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
+from worker.service.approvals import execute_approval
+from worker.service.calls import cancelled_before_start, execute_call
+from worker.service.runtime import WorkerRuntime, runtime
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def deliver_result(
             backoff = min(backoff * 2, 2.0)
 
 
-def run_claimed(call_id: str, message: Any, svc: Services) -> str:
+def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str:
     """Run ``message`` unless ``call_id`` was claimed before (then raise ``Ignore``).
 
     The result goes to the call's mailbox (:meth:`CallLedger.deliver`), where the
@@ -80,9 +80,11 @@ def run_claimed(call_id: str, message: Any, svc: Services) -> str:
         heartbeat.finish(call_id)
 
 
-def answer_in_mailbox(task_id: str, execute: Callable[[Any, Services], str], message: Any) -> str:
-    """``execute(message, services())``, its answer delivered to ``task_id``'s mailbox."""
-    svc = services()
+def answer_in_mailbox(
+    task_id: str, execute: Callable[[Any, WorkerRuntime], str], message: Any
+) -> str:
+    """``execute(message, runtime())``, its answer delivered to ``task_id``'s mailbox."""
+    svc = runtime()
     answer = execute(message, svc)
     deliver_result(svc.ledger, task_id, answer)
     return answer
@@ -93,7 +95,7 @@ def register_tasks(app: Celery) -> None:
 
     @app.task(name=TOOL_CALL_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def tool_call(self: Task, message: dict[str, Any]) -> str:
-        return run_claimed(str(self.request.id), message, services())
+        return run_claimed(str(self.request.id), message, runtime())
 
     @app.task(name=APPROVAL_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def approval(self: Task, message: dict[str, Any]) -> str:
@@ -102,5 +104,5 @@ def register_tasks(app: Celery) -> None:
     @app.task(name=PING_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def ping(self: Task) -> str:
         # A ping's asker waits seconds, not minutes: do not hold its answer long.
-        deliver_result(services().ledger, str(self.request.id), "pong", patience=5.0)
+        deliver_result(runtime().ledger, str(self.request.id), "pong", patience=5.0)
         return "pong"

@@ -22,7 +22,7 @@ class ToolCallMessage(BaseModel):
     deadline_s: float | None = Field(default=None, gt=0)
     """Seconds the caller will wait; the worker answers before then."""
     forwarded: bool = False
-    """Sent by a worker on behalf of its caller (see ``worker.forwarding``): never forwarded."""
+    """Sent by a worker on behalf of its caller (``worker.service.forwarding``): never forwarded."""
 
 
 class TerminalResult(BaseModel):

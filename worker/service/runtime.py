@@ -1,4 +1,4 @@
-"""The long-lived collaborators of one worker process, built once on first use."""
+"""The worker runtime: the long-lived collaborators of one worker process, built once."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from typing import Any
 import redis
 
 from environments.pool import SandboxPool
-from process_registry.sessions import SessionSigner, load_or_create_secret
+from process_registry.sessions import SessionSigner
 from registry.approval import ApprovalGuard
-
-from .connection import redis_client, resolve_broker_url, resolve_ledger_url
-from .liveness import CallLedger, Heartbeat
-from .settings import Settings, get_settings
+from worker.broker.connection import redis_client, resolve_broker_url, resolve_ledger_url
+from worker.identity import load_signer
+from worker.protocol.ledger import CallLedger
+from worker.service.heartbeat import Heartbeat
+from worker.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +29,8 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def load_signer(settings: Settings) -> SessionSigner:
-    """The signer for this deployment's secret (``SBX_SECRET_KEY`` or the generated file)."""
-    if settings.secret_key is not None:
-        return SessionSigner(settings.secret_key.get_secret_value().encode())
-    return SessionSigner(load_or_create_secret(settings.secret_path))
-
-
 @dataclass
-class Services:
+class WorkerRuntime:
     """What tasks need: settings, identity, the call ledger and the sandbox pool."""
 
     settings: Settings
@@ -46,9 +40,9 @@ class Services:
     ledger: CallLedger
     pool: SandboxPool
     ledger_url: str = ""
-    """The Redis holding sbx's state (``ledger`` is a client of it); see ``worker.connection``."""
+    """The Redis holding sbx's state (``ledger`` is its client; ``worker.broker.connection``)."""
     worker_id: str = field(default_factory=worker_identity)
-    extras: dict[str, Any] = field(default_factory=dict)
+    components: dict[str, Any] = field(default_factory=dict)
     """Optional tool services by name (``approval``, ``processes``)."""
     _heartbeat: Heartbeat | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -74,20 +68,20 @@ class Services:
             self.ledger.client.close()
 
 
-def build_services(settings: Settings, broker_url: str | None = None) -> Services:
-    """Services for ``settings`` (tests build their own; workers use :func:`services`)."""
+def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRuntime:
+    """The runtime for ``settings`` (tests build their own; workers use :func:`runtime`)."""
     url = broker_url or resolve_broker_url(settings)
     ledger_url = resolve_ledger_url(settings, url)
     client = redis_client(ledger_url)
-    svc = Services(
+    svc = WorkerRuntime(
         settings=settings,
         broker_url=url,
         ledger_url=ledger_url,
         signer=load_signer(settings),
         ledger=CallLedger(client, claim_ttl=settings.claim_ttl, lost_after=settings.lost_after),
-        pool=SandboxPool(idle_ttl=settings.sandbox_idle_ttl),
+        pool=SandboxPool(configs=settings.backend_config, idle_ttl=settings.sandbox_idle_ttl),
     )
-    svc.extras["approval"] = build_approval_guard(settings, client)
+    svc.components["approval"] = build_approval_guard(settings, client)
     return svc
 
 
@@ -102,19 +96,19 @@ def build_approval_guard(settings: Settings, client: redis.Redis) -> ApprovalGua
     )
 
 
-_current: Services | None = None
+_current: WorkerRuntime | None = None
 _current_lock = threading.Lock()
 
 
-def configure_services(settings: Settings, broker_url: str | None = None) -> Services:
-    """Build this process's services from ``settings`` (once; later calls return them)."""
+def configure_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRuntime:
+    """Build this process's runtime from ``settings`` (once; later calls return it)."""
     global _current
     with _current_lock:
         if _current is None:
-            _current = build_services(settings, broker_url)
+            _current = build_runtime(settings, broker_url)
         return _current
 
 
-def services() -> Services:
-    """This worker process's services (from the process settings unless configured)."""
-    return _current if _current is not None else configure_services(get_settings())
+def runtime() -> WorkerRuntime:
+    """This worker process's runtime (from the process settings unless configured)."""
+    return _current if _current is not None else configure_runtime(get_settings())
