@@ -1,6 +1,6 @@
 """The process registry of one worker: start, observe, stop and adopt background processes.
 
-Contracts (DESIGN.md decisions 3-5):
+Contracts (docs/architecture.md, "Background processes" and "Identity"):
 
 * Every method takes the caller's *already verified* session id. Live process
   actions (poll, log, wait, kill, list) are owner-only; reading a finished

@@ -6,7 +6,7 @@ This is the only place that reads either. It also carries:
 
 * each backend's settings: ``SBX_<BACKEND>_<KEY>`` variables over the
   ``<backend>:`` (or ``backends: {<backend>: ...}``) mappings of config.yaml,
-  validated by the backend's own config model (:meth:`Settings.backend_config`);
+  validated by the backend's own config model (``worker.service.backends``);
 * the approval policy (``approvals``, ``command_allowlist``, ``command_denylist``);
 * the tool registry's plugin settings (``plugins``).
 """
@@ -19,7 +19,7 @@ import logging
 import os
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -41,9 +41,6 @@ from pydantic_settings import (
 from pydantic_settings import SettingsError as SettingsSourceError
 
 from environments.errors import Invalid
-
-if TYPE_CHECKING:
-    from environments.config import BackendConfig
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +101,7 @@ class McpServerSettings(BaseModel):
     ``env`` values are secrets: kept as ``SecretStr`` (masked in reprs and in
     validation errors) and given only to the server process, which inherits
     nothing else of the worker's environment but a credential-free baseline
-    (``registry.mcp_session.BASELINE_ENV_VARS``: ``PATH``, ``HOME``, user, locale).
+    (``registry.mcp_connections.BASELINE_ENV_VARS``: ``PATH``, ``HOME``, user, locale).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -123,7 +120,7 @@ class McpServerSettings(BaseModel):
     """Seconds for start-up + handshake and for each request."""
 
 
-def _env_value_for(value: str) -> Any:
+def env_value_for(value: str) -> Any:
     """A variable's text, or the JSON it holds for structured keys (``[...]``, ``{...}``)."""
     stripped = value.strip()
     if stripped[:1] in ("[", "{"):
@@ -223,7 +220,7 @@ class Settings(BaseSettings):
     mcp_servers: McpServers = Field(default_factory=dict)
     """MCP servers by id (1-64 of ``[A-Za-z0-9_-]``); see docs/architecture.md, "MCP tools"."""
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Backends' settings from config.yaml by backend name (see :meth:`backend_config`)."""
+    """Backends' settings from config.yaml by backend name (``worker.service.backends``)."""
     approvals: dict[str, Any] = Field(default_factory=dict)
     """The approval policy (config.yaml ``approvals:``; see docs/approvals.md)."""
     command_allowlist: list[str] = Field(default_factory=list)
@@ -256,39 +253,6 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return init_settings, env_settings, _YamlFileSource(settings_cls)
 
-    def backend_config(self, name: str) -> BackendConfig:
-        """The validated config of backend ``name``: ``SBX_<NAME>_<KEY>`` variables over
-        config.yaml's mapping for it, over the backend's defaults.
-
-        Raises :class:`SettingsError` (one line, values hidden) for invalid values and
-        :class:`~environments.errors.UnknownBackend` / ``ImportError`` as
-        :func:`~environments.registry.backend_class` does.
-        """
-        from environments.registry import ALIASES, backend_class, canonical_name
-
-        canonical = canonical_name(name)
-        model = backend_class(canonical).config_model
-        names = [canonical, *(alias for alias, target in ALIASES.items() if target == canonical)]
-        data: dict[str, Any] = {}
-        for n in names:
-            data.update(self.backends.get(n) or {})
-        for n in names:
-            prefix = f"SBX_{n.upper()}_"
-            for key, value in self.backend_env.items():
-                if key.startswith(prefix):
-                    data[key[len(prefix) :].lower()] = _env_value_for(value)
-        data.pop("type", None)
-        try:
-            return model.model_validate(data)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-            )
-            raise SettingsError(
-                f"invalid settings for backend {canonical!r} (config.yaml or "
-                f"SBX_{canonical.upper()}_*): {problems}"
-            ) from None
-
     def approval_document(self) -> dict[str, Any]:
         """The approval policy as config.yaml spells it (``approvals`` and the two lists)."""
         return {
@@ -314,7 +278,11 @@ def get_settings() -> Settings:
     except SettingsSourceError as exc:  # e.g. malformed JSON in SBX_MCP_SERVERS
         raise SettingsError(f"invalid configuration (config.yaml or SBX_*): {exc}") from None
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise SettingsError(f"invalid configuration (config.yaml or SBX_*): {problems}") from None
+        raise SettingsError(
+            f"invalid configuration (config.yaml or SBX_*): {problems_of(exc)}"
+        ) from None
+
+
+def problems_of(exc: ValidationError) -> str:
+    """Where each problem is and what is wrong, never the offending value (it may be secret)."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())

@@ -1,6 +1,6 @@
 """The ``process`` tool: observe and control the caller's background processes.
 
-Arguments (CONTRACT.md): ``{"action": "list"|"poll"|"log"|"wait"|"kill"|"write",
+Arguments (docs/tool-calls.md): ``{"action": "list"|"poll"|"log"|"wait"|"kill"|"write",
 "process_id", "timeout", "offset", "limit", "data"}``. The handler delegates to
 the worker's process service (``ctx.components["processes"]``, see
 ``worker.processes.ProcessManager.handle``), which checks the verified session

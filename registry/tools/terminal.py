@@ -51,7 +51,7 @@ TERMINAL_SCHEMA: dict[str, Any] = {
 
 
 class TerminalArgs(BaseModel):
-    """Validated arguments of ``terminal`` (CONTRACT.md)."""
+    """Validated arguments of ``terminal`` (docs/tool-calls.md)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -89,7 +89,7 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     # Leave the worker a moment to answer before the call's own deadline.
     timeout_s = max(0.1, min(float(timeout), ctx.remaining() - 0.5))
     try:
-        with ctx.pool.session(ctx.session_id, ctx.backend) as env:
+        with ctx.pool.use(ctx.session_id, ctx.backend) as env:
             result = env.exec(
                 args.command,
                 workdir=args.workdir,

@@ -93,11 +93,11 @@ def test_calls_of_one_session_are_serialised_and_sessions_run_in_parallel() -> N
     second_entered = threading.Event()
 
     def first() -> None:
-        with pool.session("s1", "fake") as env:
+        with pool.use("s1", "fake") as env:
             env.exec("first")
 
     def second() -> None:
-        with pool.session("s1", "fake") as env:
+        with pool.use("s1", "fake") as env:
             second_entered.set()
             env.exec("second")
 
@@ -108,7 +108,7 @@ def test_calls_of_one_session_are_serialised_and_sessions_run_in_parallel() -> N
     wait_until(lambda: _busy(pool, ("s1", "fake")) == 2, 60, "second call queued")
     assert not second_entered.is_set()
     # Another session is not held up by s1.
-    with pool.session("s2", "fake") as other:
+    with pool.use("s2", "fake") as other:
         assert other.exec("independent").output == "independent"
     gate.set()
     t1.join(10)
@@ -132,7 +132,7 @@ def test_concurrent_creation_makes_one_sandbox() -> None:
     got: list[Environment] = []
 
     def use() -> None:
-        with pool.session("s", "fake") as env:
+        with pool.use("s", "fake") as env:
             got.append(env)
 
     threads = [_thread(use) for _ in range(4)]
@@ -147,7 +147,7 @@ def test_concurrent_creation_makes_one_sandbox() -> None:
 
 def test_idle_sandboxes_are_closed_after_the_lifetime() -> None:
     pool = SandboxPool(lambda b, s: FakeEnvironment(s), idle_ttl=60)
-    with pool.session("s", "fake") as env:
+    with pool.use("s", "fake") as env:
         pass
     assert isinstance(env, FakeEnvironment)
     used = time.monotonic()
@@ -156,7 +156,7 @@ def test_idle_sandboxes_are_closed_after_the_lifetime() -> None:
     assert pool.reap_idle(now=used + 61) == 1
     assert env.closed == 1 and pool.get_existing("s", "fake") is None
     # A new call gets a fresh sandbox.
-    with pool.session("s", "fake") as fresh:
+    with pool.use("s", "fake") as fresh:
         assert fresh is not env
 
 
@@ -171,7 +171,7 @@ def test_keep_alive_protects_sandboxes_with_running_processes() -> None:
     pool = SandboxPool(lambda b, s: FakeEnvironment(s), idle_ttl=10, keep_alive=keep_alive)
     envs = {}
     for sid in ("s-busy", "s-idle"):
-        with pool.session(sid, "fake") as env:
+        with pool.use(sid, "fake") as env:
             envs[sid] = env
     later = time.monotonic() + 100
     assert pool.reap_idle(now=later) == 1
@@ -185,7 +185,7 @@ def test_keep_alive_protects_sandboxes_with_running_processes() -> None:
 
 def test_a_sandbox_in_use_is_never_reaped() -> None:
     pool = SandboxPool(lambda b, s: FakeEnvironment(s), idle_ttl=1)
-    with pool.session("s", "fake") as env:
+    with pool.use("s", "fake") as env:
         assert pool.reap_idle(now=time.monotonic() + 1000) == 0
         assert env.closed == 0  # type: ignore[attr-defined]
 
@@ -194,7 +194,7 @@ def test_close_all_closes_every_sandbox() -> None:
     pool = SandboxPool(lambda b, s: FakeEnvironment(s))
     envs = []
     for sid in ("a", "b"):
-        with pool.session(sid, "fake") as env:
+        with pool.use(sid, "fake") as env:
             envs.append(env)
     pool.close_all()
     assert [e.closed for e in envs] == [1, 1]  # type: ignore[attr-defined]
@@ -211,18 +211,18 @@ def test_a_failing_factory_does_not_poison_the_slot() -> None:
         return FakeEnvironment(session_id)
 
     pool = SandboxPool(flaky)
-    with pytest.raises(RuntimeError), pool.session("s", "fake"):
+    with pytest.raises(RuntimeError), pool.use("s", "fake"):
         pass
-    with pool.session("s", "fake") as env:
+    with pool.use("s", "fake") as env:
         assert env.exec("ok").output == "ok"
 
 
 def test_pool_with_the_real_local_backend(tmp_path: object) -> None:
     pool = SandboxPool()
     try:
-        with pool.session("real", "local") as env:
+        with pool.use("real", "local") as env:
             env.exec("export SBX_POOL_V=1")
-        with pool.session("real", "local") as env:
+        with pool.use("real", "local") as env:
             assert env.exec('echo "$SBX_POOL_V"').output == "1\n"
     finally:
         pool.close_all()

@@ -24,7 +24,7 @@ def test_reaper_closes_idle_sandboxes_and_sweeps_orphans(
     pool = SandboxPool(
         lambda backend, sid: LocalEnvironment(sid, LocalConfig(cwd=str(tmp_path))), idle_ttl=0.0
     )
-    with pool.session("s", "local") as env:
+    with pool.use("s", "local") as env:
         env.exec("true")
     reaper = Reaper(ledger=Any, interval=1.0, pool=pool, orphan_max_idle=42.0)  # type: ignore[arg-type]
     reaper._reap_sandboxes(pool)

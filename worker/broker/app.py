@@ -1,6 +1,6 @@
 """Celery application factory with settings chosen for shell tool calls.
 
-Why these settings (DESIGN.md, "Celery facts"):
+Why these settings (measured; docs/architecture.md, "Celery facts"):
 
 * early ack + ``worker_disable_prefetch``: late ack with a visibility timeout
   ran commands twice; early ack with prefetch ran queued calls again after a

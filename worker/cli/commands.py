@@ -203,13 +203,14 @@ def _backend_report(
     """``(availability by backend name, effective config by backend)``; secrets masked."""
     from environments.errors import UnknownBackend
     from environments.registry import backend_availability, backend_names, canonical_name
+    from worker.service.backends import backend_config
     from worker.settings import SettingsError
 
     backends: dict[str, dict[str, Any]] = {}
     configs: dict[str, dict[str, Any]] = {}
     for name in backend_names(with_aliases=True):
         try:
-            config = settings.backend_config(name)
+            config = backend_config(settings, name)
         except SettingsError as exc:
             backends[name] = {"available": False, "reason": str(exc)}
             continue

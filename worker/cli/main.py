@@ -1,4 +1,4 @@
-"""The ``sbx`` command line (CONTRACT.md, "CLI")."""
+"""The ``sbx`` command line (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .process_commands import add_process_commands
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that exits with status 2 and a one-line error, as CONTRACT.md says."""
+    """argparse that exits with status 2 and a one-line error, as docs/cli.md says."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"sbx: {message} (see `{self.prog} --help`)\n")

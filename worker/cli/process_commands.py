@@ -1,4 +1,4 @@
-"""CLI commands for background processes, receipts and sessions (CONTRACT.md "CLI").
+"""CLI commands for background processes, receipts and sessions (docs/cli.md).
 
 ``sbx start|ps|poll|logs|wait|kill``, ``sbx receipts list|show|verify|prune``,
 ``sbx session token|continue``. Session-scoped commands act as

@@ -26,7 +26,7 @@ class ToolCallMessage(BaseModel):
 
 
 class TerminalResult(BaseModel):
-    """A foreground ``terminal`` result (CONTRACT.md), or a refusal, or an error."""
+    """A foreground ``terminal`` result (docs/tool-calls.md), or a refusal, or an error."""
 
     model_config = ConfigDict(extra="allow")
 

@@ -76,7 +76,7 @@ class ProcessWrite(BaseModel):
 
 
 class Receipt(BaseModel):
-    """A finished process's durable record (CONTRACT.md "Receipts")."""
+    """A finished process's durable record (docs/processes.md, "Receipts")."""
 
     model_config = ConfigDict(extra="allow")
 

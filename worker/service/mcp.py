@@ -15,7 +15,7 @@ Contracts:
 * :func:`open_offline_catalog` is the CLI's view: the same servers and snapshot,
   read-only, never connecting.
 * No ``env`` value of a server is logged or written anywhere; the server process
-  gets its ``env`` and a secret-free baseline only (:mod:`registry.mcp_session`).
+  gets its ``env`` and a secret-free baseline only (:mod:`registry.mcp_connections`).
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ class ProcessManager:
         if backend_class(rec.backend).processes_on_worker_host:
             if existing is not None:
                 return existing
-            with self.pool.session(rec.owner_session_id, rec.backend) as env:
+            with self.pool.use(rec.owner_session_id, rec.backend) as env:
                 return env
         if existing is not None and existing.sandbox_id == rec.sandbox_id:
             return existing
@@ -143,7 +143,7 @@ class ProcessManager:
         ``workdir`` says otherwise. Failures are ``{"error", "status": "error"}``.
         """
         try:
-            with ctx.pool.session(ctx.session_id, ctx.backend) as env:
+            with ctx.pool.use(ctx.session_id, ctx.backend) as env:
                 rec = self.table.start(
                     env,
                     args.command,

@@ -18,6 +18,7 @@ from registry.approval import ApprovalGuard
 from worker.broker.connection import redis_client, resolve_broker_url, resolve_ledger_url
 from worker.identity import load_signer
 from worker.protocol.ledger import CallLedger
+from worker.service.backends import BackendConfigs
 from worker.service.heartbeat import Heartbeat
 from worker.settings import Settings, get_settings
 
@@ -79,7 +80,7 @@ def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRu
         ledger_url=ledger_url,
         signer=load_signer(settings),
         ledger=CallLedger(client, claim_ttl=settings.claim_ttl, lost_after=settings.lost_after),
-        pool=SandboxPool(configs=settings.backend_config, idle_ttl=settings.sandbox_idle_ttl),
+        pool=SandboxPool(configs=BackendConfigs(settings), idle_ttl=settings.sandbox_idle_ttl),
     )
     svc.components["approval"] = build_approval_guard(settings, client)
     return svc

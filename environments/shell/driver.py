@@ -1,6 +1,6 @@
-"""A long-lived session shell driven over any byte stream (DESIGN.md decision 1).
+"""A long-lived session shell driven over any byte stream (docs/architecture.md).
 
-:class:`ShellSession` owns one shell process reached through a
+:class:`SessionShell` owns one shell process reached through a
 :class:`Channel` -- local pipes, a docker attach socket, an SSH channel, an
 SDK process stream -- and runs commands in it with the framing of
 :mod:`environments.shell.framing`. The session's cwd and exported environment
@@ -94,7 +94,7 @@ class ShellResult:
         )
 
 
-class ShellSession:
+class SessionShell:
     """One session shell; not thread-safe (the caller serialises calls per session).
 
     ``open_channel`` starts a fresh shell (``sh -s`` or ``bash -s`` reading its

@@ -1,6 +1,6 @@
 """Long-lived MCP client sessions, one per server, on a background event loop (seed 001).
 
-:class:`McpSessions` keeps one stdio connection (an official-SDK ``ClientSession``
+:class:`McpConnections` keeps one stdio connection (an official-SDK ``ClientSession``
 over ``stdio_client``) open per MCP server, all on one daemon thread running its
 own asyncio loop. Persistent sessions are what let the catalog *hear* a server:
 ``notifications/tools/list_changed`` only arrives on an open connection, so a
@@ -8,8 +8,8 @@ connect-per-request client never learns that a server's tools changed.
 
 Contracts:
 
-* Connections are lazy: the first :meth:`McpSessions.list_tools` or
-  :meth:`McpSessions.call_tool` for a server spawns its process; later ones reuse it.
+* Connections are lazy: the first :meth:`McpConnections.list_tools` or
+  :meth:`McpConnections.call_tool` for a server spawns its process; later ones reuse it.
   A changed :class:`McpServerConfig` (same id) replaces the connection.
 * A ``tools/list_changed`` notification calls ``on_tools_changed(server_id)`` on
   the session thread; the callback must not block (the catalog starts a thread).
@@ -22,7 +22,7 @@ Contracts:
 * A server process gets only :func:`server_environment`: a secret-free baseline
   (``PATH``, ``HOME``, locale, ...) plus its configured ``env``, never the
   worker's environment (``SBX_SECRET_KEY``, broker credentials).
-* :meth:`McpSessions.close` stops every connection (the SDK closes stdin, then
+* :meth:`McpConnections.close` stops every connection (the SDK closes stdin, then
   terminates and reaps the process tree) and joins the thread. It is final.
 
 This module also holds the wire-level types shared with :mod:`registry.mcp`
@@ -168,7 +168,7 @@ class _Connection:
         return self.wake.is_set()
 
 
-class McpSessions:
+class McpConnections:
     """Persistent stdio sessions to MCP servers (see module doc). Thread-safe."""
 
     def __init__(self, on_tools_changed: Callable[[str], object] | None = None) -> None:
@@ -254,7 +254,7 @@ class McpSessions:
                 raise McpServerUnavailable("MCP sessions are closed")
             if threading.current_thread() is self._thread:
                 coro.close()  # .result() here would wait on the loop it blocks
-                raise RuntimeError("McpSessions must not be called from its own loop thread")
+                raise RuntimeError("McpConnections must not be called from its own loop thread")
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
                 self._thread = threading.Thread(
