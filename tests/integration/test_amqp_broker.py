@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import redis
 
-from tests.conftest import settings_for, worker_env
+from tests.fixtures_workers import settings_for, worker_env
 from tests.helpers import REPO, RabbitMQProcess, short_tmpdir, wait_until
 from worker.broker.app import create_app
 from worker.broker.connection import resolve_ledger_url

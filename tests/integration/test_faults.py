@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import settings_for
+from tests.fixtures_workers import settings_for
 from tests.helpers import wait_until
 from worker.client import SandboxClient
 from worker.protocol.ledger import claim_key

@@ -12,7 +12,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import settings_for
+from tests.fixtures_workers import settings_for
 from tests.helpers import WorkerProcess
 from worker.client import SandboxClient
 from worker.protocol.ledger import route_key

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import settings_for, worker_env
+from tests.fixtures_workers import settings_for, worker_env
 from tests.helpers import REPO, files_containing, wait_until
 from worker.client import SandboxClient
 from worker.errors import ProcessError

@@ -294,9 +294,9 @@ def test_old_checkpoint_without_a_cap_gets_the_workers(
 
 
 def test_no_cap_means_nothing_is_discarded(
-    registry: ProcessTable, env: LocalEnvironment, source: Path
+    table: ProcessTable, env: LocalEnvironment, source: Path
 ) -> None:
-    small = ProcessTable(registry.home, lambda rec: env, spool_dir=registry.spool, output_cap=0)
+    small = ProcessTable(table.home, lambda rec: env, spool_dir=table.spool, output_cap=0)
     try:
         rec = small.start(env, f"head -c {3 * MIB} {source}", owner_session_id=OWNER)
         info = small.wait(rec.process_id, OWNER, timeout=60)

@@ -8,65 +8,10 @@ from collections.abc import Callable
 
 import pytest
 
-from environments.base import Environment, ExecResult, SpawnedProcess
+from environments.base import Environment
 from environments.pool import SandboxPool
+from tests.fakes.environment import MemoryEnvironment
 from tests.helpers import wait_until
-
-
-class FakeEnvironment(Environment):
-    """Records calls; ``exec`` can be made to block until released."""
-
-    backend = "fake"
-
-    def __init__(self, session_id: str, gate: threading.Event | None = None) -> None:
-        super().__init__(session_id)
-        self.gate = gate
-        self.entered = threading.Event()
-        self.closed = 0
-        self.active = 0
-        self.max_active = 0
-        self._lock = threading.Lock()
-
-    @property
-    def sandbox_id(self) -> str:
-        return f"fake:{self.session_id}"
-
-    def exec(
-        self,
-        command: str,
-        *,
-        workdir: str | None = None,
-        env: dict[str, str] | None = None,
-        timeout: float = 180.0,
-        output_limit: int = 100_000,
-    ) -> ExecResult:
-        with self._lock:
-            self.active += 1
-            self.max_active = max(self.max_active, self.active)
-        self.entered.set()
-        if self.gate is not None:
-            self.gate.wait(30)
-        with self._lock:
-            self.active -= 1
-        return ExecResult(output=command, exit_code=0, cwd="/")
-
-    def spawn(self, command: str, **kwargs: object) -> SpawnedProcess:
-        raise NotImplementedError
-
-    def is_running(self, process: SpawnedProcess) -> bool:
-        return False
-
-    def signal(self, process: SpawnedProcess, signum: int) -> None:
-        pass
-
-    def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
-        return b""
-
-    def write_file(self, path: str, data: bytes) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed += 1
 
 
 def _thread(target: Callable[[], None]) -> threading.Thread:
@@ -82,10 +27,10 @@ def _busy(pool: SandboxPool, key: tuple[str, str]) -> int:
 
 def test_calls_of_one_session_are_serialised_and_sessions_run_in_parallel() -> None:
     gate = threading.Event()
-    made: list[FakeEnvironment] = []
+    made: list[MemoryEnvironment] = []
 
     def factory(backend: str, session_id: str) -> Environment:
-        env = FakeEnvironment(session_id, gate if session_id == "s1" else None)
+        env = MemoryEnvironment(session_id, gate=gate if session_id == "s1" else None)
         made.append(env)
         return env
 
@@ -126,7 +71,7 @@ def test_concurrent_creation_makes_one_sandbox() -> None:
     def slow_factory(backend: str, session_id: str) -> Environment:
         calls.append(session_id)
         release.wait(30)
-        return FakeEnvironment(session_id)
+        return MemoryEnvironment(session_id)
 
     pool = SandboxPool(slow_factory)
     got: list[Environment] = []
@@ -146,10 +91,10 @@ def test_concurrent_creation_makes_one_sandbox() -> None:
 
 
 def test_idle_sandboxes_are_closed_after_the_lifetime() -> None:
-    pool = SandboxPool(lambda b, s: FakeEnvironment(s), idle_ttl=60)
+    pool = SandboxPool(lambda b, s: MemoryEnvironment(s), idle_ttl=60)
     with pool.use("s", "fake") as env:
         pass
-    assert isinstance(env, FakeEnvironment)
+    assert isinstance(env, MemoryEnvironment)
     used = time.monotonic()
     assert pool.reap_idle(now=used + 30) == 0
     assert env.closed == 0 and pool.get_existing("s", "fake") is env
@@ -168,7 +113,7 @@ def test_keep_alive_protects_sandboxes_with_running_processes() -> None:
         asked.append((session_id, backend))
         return (session_id, backend) in running
 
-    pool = SandboxPool(lambda b, s: FakeEnvironment(s), idle_ttl=10, keep_alive=keep_alive)
+    pool = SandboxPool(lambda b, s: MemoryEnvironment(s), idle_ttl=10, keep_alive=keep_alive)
     envs = {}
     for sid in ("s-busy", "s-idle"):
         with pool.use(sid, "fake") as env:
@@ -184,14 +129,14 @@ def test_keep_alive_protects_sandboxes_with_running_processes() -> None:
 
 
 def test_a_sandbox_in_use_is_never_reaped() -> None:
-    pool = SandboxPool(lambda b, s: FakeEnvironment(s), idle_ttl=1)
+    pool = SandboxPool(lambda b, s: MemoryEnvironment(s), idle_ttl=1)
     with pool.use("s", "fake") as env:
         assert pool.reap_idle(now=time.monotonic() + 1000) == 0
         assert env.closed == 0  # type: ignore[attr-defined]
 
 
 def test_close_all_closes_every_sandbox() -> None:
-    pool = SandboxPool(lambda b, s: FakeEnvironment(s))
+    pool = SandboxPool(lambda b, s: MemoryEnvironment(s))
     envs = []
     for sid in ("a", "b"):
         with pool.use(sid, "fake") as env:
@@ -208,7 +153,7 @@ def test_a_failing_factory_does_not_poison_the_slot() -> None:
         attempts.append(1)
         if len(attempts) == 1:
             raise RuntimeError("engine hiccup")
-        return FakeEnvironment(session_id)
+        return MemoryEnvironment(session_id)
 
     pool = SandboxPool(flaky)
     with pytest.raises(RuntimeError), pool.use("s", "fake"):

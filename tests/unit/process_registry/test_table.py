@@ -14,8 +14,7 @@ from environments.backends.local.environment import LocalEnvironment
 from process_registry.models import NotFound, PermissionDenied, ProcessRecord
 from process_registry.table import ProcessTable
 from tests.helpers import files_containing, wait_until
-
-from .conftest import GITHUB, OPENAI, PASSWORD, SECRETS
+from tests.unit.process_registry.secrets import GITHUB, OPENAI, PASSWORD, SECRETS
 
 OWNER = "s-owner"
 
@@ -25,10 +24,10 @@ def receipts_dir(home: Path) -> Path:
 
 
 def test_start_poll_wait_receipt_and_checkpoint_order(
-    registry: ProcessTable, home: Path
+    table: ProcessTable, home: Path
 ) -> None:
-    rec = registry.start(registry_env(registry), "echo hello; exit 3", owner_session_id=OWNER)
-    info = registry.wait(rec.process_id, OWNER, timeout=30)
+    rec = table.start(registry_env(table), "echo hello; exit 3", owner_session_id=OWNER)
+    info = table.wait(rec.process_id, OWNER, timeout=30)
     assert (info.status, info.exit_code) == ("exited", 3)
     # Receipt is on disk by the time the waiter is released.
     data = json.loads((receipts_dir(home) / f"{rec.process_id}.json").read_text())
@@ -39,36 +38,36 @@ def test_start_poll_wait_receipt_and_checkpoint_order(
         10,
         "checkpoint gone",
     )
-    assert registry.poll(rec.process_id, OWNER).status == "exited"
-    assert [p.process_id for p in registry.list(OWNER)] == [rec.process_id]
+    assert table.poll(rec.process_id, OWNER).status == "exited"
+    assert [p.process_id for p in table.list(OWNER)] == [rec.process_id]
 
 
-def registry_env(registry: ProcessTable) -> LocalEnvironment:
-    env = registry.environment_lookup(None)  # type: ignore[arg-type]
+def registry_env(table: ProcessTable) -> LocalEnvironment:
+    env = table.environment_lookup(None)  # type: ignore[arg-type]
     assert isinstance(env, LocalEnvironment)
     return env
 
 
 def test_running_process_has_checkpoint_and_poll_says_running(
-    registry: ProcessTable, env: LocalEnvironment, home: Path
+    table: ProcessTable, env: LocalEnvironment, home: Path
 ) -> None:
-    rec = registry.start(env, "echo started; exec sleep 30", owner_session_id=OWNER)
+    rec = table.start(env, "echo started; exec sleep 30", owner_session_id=OWNER)
     assert (home / "checkpoints" / f"{rec.process_id}.json").exists()
-    assert registry.poll(rec.process_id, OWNER).status == "running"
-    wait_until(lambda: "started" in registry.log(rec.process_id, OWNER).text, 60, "output")
-    info = registry.kill(rec.process_id, OWNER)
+    assert table.poll(rec.process_id, OWNER).status == "running"
+    wait_until(lambda: "started" in table.log(rec.process_id, OWNER).text, 60, "output")
+    info = table.kill(rec.process_id, OWNER)
     assert info.status == "killed"
     assert_group_gone(env, rec)
 
 
-def test_log_by_offset_decodes_split_utf8(registry: ProcessTable, env: LocalEnvironment) -> None:
+def test_log_by_offset_decodes_split_utf8(table: ProcessTable, env: LocalEnvironment) -> None:
     text = "héllo wörld ✓ 𝄞 " * 50
-    rec = registry.start(env, f"printf '%s' '{text}'", owner_session_id=OWNER)
-    registry.wait(rec.process_id, OWNER, timeout=30)
+    rec = table.start(env, f"printf '%s' '{text}'", owner_session_id=OWNER)
+    table.wait(rec.process_id, OWNER, timeout=30)
     for limit in (1, 2, 3, 5, 7):
         offset, parts = 0, []
         while True:
-            chunk = registry.log(rec.process_id, OWNER, offset, limit)
+            chunk = table.log(rec.process_id, OWNER, offset, limit)
             parts.append(chunk.text)
             if chunk.eof:
                 break
@@ -79,27 +78,27 @@ def test_log_by_offset_decodes_split_utf8(registry: ProcessTable, env: LocalEnvi
         assert "".join(parts) == text
 
 
-def test_wait_times_out_without_ending(registry: ProcessTable, env: LocalEnvironment) -> None:
-    rec = registry.start(env, "exec sleep 30", owner_session_id=OWNER)
-    assert registry.wait(rec.process_id, OWNER, timeout=0.05).status == "running"
-    registry.kill(rec.process_id, OWNER)
+def test_wait_times_out_without_ending(table: ProcessTable, env: LocalEnvironment) -> None:
+    rec = table.start(env, "exec sleep 30", owner_session_id=OWNER)
+    assert table.wait(rec.process_id, OWNER, timeout=0.05).status == "running"
+    table.kill(rec.process_id, OWNER)
 
 
 def test_timeout_kills_with_status_timeout(
-    registry: ProcessTable, env: LocalEnvironment
+    table: ProcessTable, env: LocalEnvironment
 ) -> None:
-    rec = registry.start(env, "exec sleep 30", owner_session_id=OWNER, timeout=0.2)
-    info = registry.wait(rec.process_id, OWNER, timeout=30)
+    rec = table.start(env, "exec sleep 30", owner_session_id=OWNER, timeout=0.2)
+    info = table.wait(rec.process_id, OWNER, timeout=30)
     assert info.status == "timeout"
     assert not env.is_running(rec.spawned())
 
 
-def test_kill_escalates_to_sigkill(registry: ProcessTable, env: LocalEnvironment) -> None:
-    rec = registry.start(
+def test_kill_escalates_to_sigkill(table: ProcessTable, env: LocalEnvironment) -> None:
+    rec = table.start(
         env, "trap '' TERM; echo ready; while :; do sleep 1; done", owner_session_id=OWNER
     )
-    wait_until(lambda: "ready" in registry.log(rec.process_id, OWNER).text, 60, "trap set")
-    info = registry.kill(rec.process_id, OWNER)
+    wait_until(lambda: "ready" in table.log(rec.process_id, OWNER).text, 60, "trap set")
+    info = table.kill(rec.process_id, OWNER)
     assert info.status == "killed"
     assert_group_gone(env, rec)
 
@@ -124,10 +123,10 @@ def assert_group_gone(env: LocalEnvironment, rec: ProcessRecord) -> None:
 
 
 def test_exactly_one_receipt_when_kill_races_exit(
-    registry: ProcessTable, env: LocalEnvironment, home: Path
+    table: ProcessTable, env: LocalEnvironment, home: Path
 ) -> None:
     for i in range(15):
-        rec = registry.start(env, "true" if i % 2 else "exit 5", owner_session_id=OWNER)
+        rec = table.start(env, "true" if i % 2 else "exit 5", owner_session_id=OWNER)
         barrier = threading.Barrier(3)
         results: list[str] = []
 
@@ -137,13 +136,13 @@ def test_exactly_one_receipt_when_kill_races_exit(
             results: list[str] = results,
         ) -> None:
             barrier.wait()
-            results.append(registry.kill(pid, OWNER).status)
+            results.append(table.kill(pid, OWNER).status)
 
         threads = [threading.Thread(target=killer) for _ in range(2)]
         for t in threads:
             t.start()
         barrier.wait()
-        info = registry.wait(rec.process_id, OWNER, timeout=30)
+        info = table.wait(rec.process_id, OWNER, timeout=30)
         for t in threads:
             t.join()
         assert info.status in ("exited", "killed")
@@ -152,26 +151,26 @@ def test_exactly_one_receipt_when_kill_races_exit(
             assert info.exit_code == (0 if i % 2 else 5)
     files = [n for n in os.listdir(receipts_dir(home)) if n.endswith(".json")]
     assert len(files) == 15
-    assert registry.receipts.verify([OWNER]) == []
+    assert table.receipts.verify([OWNER]) == []
 
 
-def test_other_sessions_cannot_act(registry: ProcessTable, env: LocalEnvironment) -> None:
-    rec = registry.start(env, "exec sleep 30", owner_session_id=OWNER)
+def test_other_sessions_cannot_act(table: ProcessTable, env: LocalEnvironment) -> None:
+    rec = table.start(env, "exec sleep 30", owner_session_id=OWNER)
     for call in (
-        lambda: registry.poll(rec.process_id, "intruder"),
-        lambda: registry.log(rec.process_id, "intruder"),
-        lambda: registry.wait(rec.process_id, "intruder", timeout=0),
-        lambda: registry.kill(rec.process_id, "intruder"),
+        lambda: table.poll(rec.process_id, "intruder"),
+        lambda: table.log(rec.process_id, "intruder"),
+        lambda: table.wait(rec.process_id, "intruder", timeout=0),
+        lambda: table.kill(rec.process_id, "intruder"),
     ):
         with pytest.raises(PermissionDenied):
             call()
-    assert registry.list("intruder") == []
+    assert table.list("intruder") == []
     assert env.is_running(rec.spawned())
-    registry.kill(rec.process_id, OWNER)
+    table.kill(rec.process_id, OWNER)
     with pytest.raises(PermissionDenied):
-        registry.poll(rec.process_id, "intruder")
+        table.poll(rec.process_id, "intruder")
     with pytest.raises(NotFound):
-        registry.poll("p0000000000000000", OWNER)
+        table.poll("p0000000000000000", OWNER)
 
 
 def test_finished_receipt_readable_by_continuation_only(
@@ -194,28 +193,28 @@ def test_finished_receipt_readable_by_continuation_only(
 
 
 def test_linger_waits_for_the_sessions_processes(
-    registry: ProcessTable, env: LocalEnvironment
+    table: ProcessTable, env: LocalEnvironment
 ) -> None:
-    recs = [registry.start(env, f"exit {i}", owner_session_id=OWNER) for i in range(3)]
-    infos = registry.linger(OWNER, timeout=30)
+    recs = [table.start(env, f"exit {i}", owner_session_id=OWNER) for i in range(3)]
+    infos = table.linger(OWNER, timeout=30)
     assert sorted(i.exit_code or 0 for i in infos) == [0, 1, 2]
     assert {i.process_id for i in infos} == {r.process_id for r in recs}
 
 
 def test_no_secret_in_any_file_under_home(
-    registry: ProcessTable, env: LocalEnvironment, home: Path
+    table: ProcessTable, env: LocalEnvironment, home: Path
 ) -> None:
     cmd = f"echo {GITHUB}; echo key={OPENAI}; echo password={PASSWORD}"
-    running = registry.start(env, f"{cmd}; exec sleep 30", owner_session_id=OWNER)
-    done = registry.start(env, f"echo 'export TOKEN={GITHUB}'; {cmd}", owner_session_id=OWNER)
-    registry.wait(done.process_id, OWNER, timeout=30)
-    wait_until(lambda: "key=" in registry.log(running.process_id, OWNER).text, 60, "output")
-    chunk = registry.log(running.process_id, OWNER)
+    running = table.start(env, f"{cmd}; exec sleep 30", owner_session_id=OWNER)
+    done = table.start(env, f"echo 'export TOKEN={GITHUB}'; {cmd}", owner_session_id=OWNER)
+    table.wait(done.process_id, OWNER, timeout=30)
+    wait_until(lambda: "key=" in table.log(running.process_id, OWNER).text, 60, "output")
+    chunk = table.log(running.process_id, OWNER)
     assert not any(s in chunk.text for s in SECRETS)
 
     def leaks() -> list[str]:
         return files_containing(home, SECRETS)
 
     assert leaks() == []  # while one still runs (its checkpoint holds the command)
-    registry.kill(running.process_id, OWNER)
+    table.kill(running.process_id, OWNER)
     assert leaks() == []
