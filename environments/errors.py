@@ -30,3 +30,23 @@ class InvalidCommand(SandboxError, ValueError):
 
 class SandboxDead(SandboxError, ConnectionError):
     """The sandbox or its session shell is gone and could not be brought back."""
+
+
+class CredentialsMissing(BackendUnavailable):
+    """The backend's service needs credentials and none are configured."""
+
+
+class AuthenticationFailed(BackendUnavailable, PermissionError):
+    """The backend's service rejected the configured credentials."""
+
+
+class ServiceUnreachable(BackendUnavailable, ConnectionError):
+    """The backend's service cannot be reached (refused, timed out, unavailable)."""
+
+
+class QuotaExceeded(SandboxError):
+    """The backend's service refused to create a sandbox: a quota or capacity limit."""
+
+
+class SandboxNotFound(SandboxError, LookupError):
+    """The sandbox (or the thing asked for in it) does not exist at the service."""

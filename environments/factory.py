@@ -20,7 +20,7 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "ssh": "environments.ssh:SSHEnvironment",
     "singularity": "environments.apptainer:ApptainerEnvironment",
     "apptainer": "environments.apptainer:ApptainerEnvironment",
-    "modal": "environments.modal:ModalEnvironment",
+    "modal": "environments.backends.modal.environment:ModalEnvironment",
     "daytona": "environments.daytona:DaytonaEnvironment",
     "vercel_sandbox": "environments.vercel:VercelEnvironment",
 }

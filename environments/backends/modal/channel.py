@@ -1,0 +1,125 @@
+"""A :class:`~environments.shell.Channel` over one ``Sandbox.exec`` process of the Modal SDK.
+
+The session shell is a single long-lived exec; its stdin and stdout carry the
+framing of :mod:`environments.framing`. Both directions live on the SDK's own
+event loop: a pump task moves stdout chunks into a thread-safe queue (``b""``
+marks the end), and a writer task sends queued input in order, coalescing
+what piled up while the previous write was in flight. :meth:`write` never
+waits for the network: a failed write shows up as the end of the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+from collections.abc import Callable
+
+from environments.framing import read_line
+
+from . import sdk
+
+
+class ModalExecChannel:
+    """Channel over an exec's stdin/stdout; ``on_close`` runs once in :meth:`close`."""
+
+    def __init__(self, process: sdk.Process, on_close: Callable[[], None] | None = None) -> None:
+        self._process = process
+        self.on_close = on_close
+        self._chunks: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self._pending = b""
+        self._eof = False
+        self._closed = False
+        self._broken = False
+        self._loop = sdk.sdk_loop()
+        self._outbox: list[bytes] = []
+        self._stdin_eof = False
+        self._wake = asyncio.Event()
+        self._pump = sdk.submit(self._read_all())
+        self._writer = sdk.submit(self._write_all())
+
+    # -- on the SDK's loop ------------------------------------------------------------------
+
+    async def _read_all(self) -> None:
+        try:
+            async for chunk in sdk.stdout_chunks(self._process):
+                if chunk:
+                    self._chunks.put(chunk)
+        except Exception:  # a lost stream ends the channel like EOF
+            pass
+        finally:
+            self._chunks.put(b"")
+
+    async def _write_all(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            data, eof = b"".join(self._outbox), self._stdin_eof
+            self._outbox.clear()
+            try:
+                await sdk.write_stdin(self._process, data, eof=eof)
+            except Exception:
+                self._broken = True
+                self._chunks.put(b"")
+                return
+            if eof:
+                return
+
+    def _enqueue(self, data: bytes, eof: bool) -> None:
+        self._outbox.append(data)
+        self._stdin_eof = self._stdin_eof or eof
+        self._wake.set()
+
+    # -- the Channel protocol (caller's thread) ------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        if self._closed or self._eof or self._broken or self._writer.done():
+            raise BrokenPipeError("the Modal exec stream is closed")
+        self._loop.call_soon_threadsafe(self._enqueue, data, False)
+
+    def read(self, timeout: float | None) -> bytes | None:
+        if self._pending:
+            data, self._pending = self._pending, b""
+            return data
+        if self._eof:
+            return b""
+        try:
+            first = self._chunks.get(timeout=timeout) if timeout != 0 else self._chunks.get_nowait()
+        except queue.Empty:
+            return None
+        if not first:
+            self._eof = True
+            return b""
+        parts = [first]
+        while True:  # coalesce what is already there
+            try:
+                more = self._chunks.get_nowait()
+            except queue.Empty:
+                break
+            if not more:
+                self._eof = True
+                break
+            parts.append(more)
+        return b"".join(parts)
+
+    def read_line(self, timeout: float) -> bytes:
+        """The first line of output (without its newline); later reads return what follows it."""
+        line, self._pending = read_line(self.read, timeout)
+        return line
+
+    @property
+    def peer_gone(self) -> bool:
+        """True when the exec's output ended or its input can no longer be written."""
+        return self._eof or self._closed or self._broken or self._pump.done()
+
+    def close(self) -> None:
+        """Run ``on_close``, send EOF to the process's stdin (an idle shell exits), stop reading."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.on_close is not None:
+            with contextlib.suppress(Exception):
+                self.on_close()
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._enqueue, b"", True)
+        self._pump.cancel()
