@@ -24,7 +24,7 @@ class ModalExecChannel:
     """Channel over an exec's stdin/stdout; ``on_close`` runs once in :meth:`close`."""
 
     def __init__(self, process: sdk.Process, on_close: Callable[[], None] | None = None) -> None:
-        self._process = process
+        self._stream = sdk.Stream.of(process)
         self.on_close = on_close
         self._chunks: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         self._pending = b""
@@ -42,7 +42,7 @@ class ModalExecChannel:
 
     async def _read_all(self) -> None:
         try:
-            async for chunk in sdk.stdout_chunks(self._process):
+            async for chunk in self._stream.stdout():
                 if chunk:
                     self._chunks.put(chunk)
         except Exception:  # a lost stream ends the channel like EOF
@@ -57,7 +57,7 @@ class ModalExecChannel:
             data, eof = b"".join(self._outbox), self._stdin_eof
             self._outbox.clear()
             try:
-                await sdk.write_stdin(self._process, data, eof=eof)
+                await self._stream.write(data, eof=eof)
             except Exception:
                 self._broken = True
                 self._chunks.put(b"")

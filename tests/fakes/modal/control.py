@@ -178,7 +178,9 @@ class ControlPlane(api_grpc.ModalClientBase):
         await stream.send_message(
             api_pb2.SandboxGetFromNameResponse(
                 sandbox_id=sandbox.sandbox_id,
-                metadata=api_pb2.SandboxHandleMetadata(app_id=sandbox.app_id, result=sandbox.result),
+                metadata=api_pb2.SandboxHandleMetadata(
+                    app_id=sandbox.app_id, result=sandbox.result
+                ),
             )
         )
 
