@@ -24,6 +24,7 @@ from environments.errors import (
     AuthenticationFailed,
     CredentialsMissing,
     QuotaExceeded,
+    SandboxNotFound,
     ServiceUnreachable,
 )
 from tests.fakes.modal import PINNED_SDK, TOKEN_SECRET, FakeModal
@@ -128,6 +129,11 @@ def test_named_image(fake_modal: FakeModal, envs: list[ModalEnvironment], sessio
     env = make(envs, session, image_name="sbx-base")
     env.exec("true")
     assert last_create(fake_modal).definition.image_id == "im-published0001"
+    missing = make(envs, session + "-m", image_name="sbx-never-published")
+    with pytest.raises(SandboxNotFound, match="not found") as caught:
+        missing.exec("true")
+    assert "\n" not in str(caught.value)
+    assert fake_modal.sandboxes_of_session(session + "-m") == []
 
 
 def test_a_new_worker_reattaches_by_name_and_by_id(

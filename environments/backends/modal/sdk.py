@@ -313,7 +313,8 @@ class Stream:
 
     @classmethod
     def of(cls, process: Process) -> Stream:
-        raw = synchronizer._translate_in(process)  # the SDK's _ContainerProcess
+        # The SDK's own _ContainerProcess behind the synchronicity wrapper.
+        raw: Any = synchronizer._translate_in(process)  # type: ignore[no-untyped-call]
         return cls(raw._command_router_client, raw._task_id, raw._process_id)
 
     async def stdout(self) -> AsyncIterator[bytes]:
