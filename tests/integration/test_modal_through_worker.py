@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import settings_for
 from tests.fakes.modal import TOKEN_ID, TOKEN_SECRET, FakeModal
+from tests.fixtures_workers import settings_for
 from worker.client import SandboxClient
 
 

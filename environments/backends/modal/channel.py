@@ -1,7 +1,7 @@
-"""A :class:`~environments.shell.Channel` over one ``Sandbox.exec`` process of the Modal SDK.
+"""A :class:`~environments.shell.driver.Channel` over one ``Sandbox.exec`` process of Modal's SDK.
 
 The session shell is a single long-lived exec; its stdin and stdout carry the
-framing of :mod:`environments.framing`. Both directions live on the SDK's own
+framing of :mod:`environments.shell.framing`. Both directions live on the SDK's own
 event loop: a pump task moves stdout chunks into a thread-safe queue (``b""``
 marks the end), and a writer task sends queued input in order, coalescing
 what piled up while the previous write was in flight. :meth:`write` never
@@ -15,7 +15,7 @@ import contextlib
 import queue
 from collections.abc import Callable
 
-from environments.framing import read_line
+from environments.shell.framing import read_line
 
 from . import sdk
 

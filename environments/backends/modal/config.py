@@ -1,4 +1,4 @@
-"""Settings of the ``modal`` backend (``SBX_MODAL_*``), with the safe defaults.
+"""Settings of the ``modal`` backend (``SBX_MODAL_*`` / ``backends: {modal: ...}``), safe defaults.
 
 Credentials: ``token_id``/``token_secret`` here (``SBX_MODAL_TOKEN_ID``,
 ``SBX_MODAL_TOKEN_SECRET``), else the SDK's own ``MODAL_TOKEN_ID``/
@@ -14,13 +14,12 @@ import hashlib
 from typing import Literal
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from environments.config import BackendConfig
 
 
-class ModalConfig(BaseSettings):
+class ModalConfig(BackendConfig):
     """Settings of the modal backend. Defaults are the hardened ones."""
-
-    model_config = SettingsConfigDict(env_prefix="SBX_MODAL_", extra="forbid", frozen=True)
 
     type: Literal["modal"] = "modal"
     app_name: str = "sbx"

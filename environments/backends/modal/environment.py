@@ -6,10 +6,10 @@ shaped it (unique among the App's running sandboxes), tagged ``sbx=1``,
 clock of sweeps). It is created with the network blocked unless an outbound
 allowlist is configured, cpu and memory reserved and limited, a hard lifetime
 and an idle timeout. The session shell is one ``sb.exec("sh", ...)`` whose
-stdin/stdout carry the framing of :mod:`environments.shell`
+stdin/stdout carry the framing of :mod:`environments.shell.driver`
 (:mod:`.channel`). Modal has no per-command kill: a timed-out or cancelled
 command's process group is killed inside the sandbox by the helper scripts
-of :mod:`environments.sandbox_scripts`, through short execs, which also run
+of :mod:`environments.shell.helper`, through short execs, which also run
 background processes and move files (offsets and limits included, which the
 SDK's filesystem API -- itself an exec of an in-sandbox tool -- lacks).
 
@@ -29,8 +29,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from environments import sandbox_scripts as scripts
 from environments.base import ExecResult
+from environments.config import BackendConfig, config_of
 from environments.errors import (
     AuthenticationFailed,
     CredentialsMissing,
@@ -39,8 +39,9 @@ from environments.errors import (
     SandboxError,
     SandboxNotFound,
 )
-from environments.shell import ShellResult, ShellSession
-from environments.shell_environment import ShellEnvironment
+from environments.shell import helper as scripts
+from environments.shell.driver import SessionShell, ShellResult
+from environments.shell.environment import ShellEnvironment
 
 from . import sdk
 from .channel import ModalExecChannel
@@ -74,13 +75,14 @@ class ModalEnvironment(scripts.HelperOps, ShellEnvironment):
     """One Modal Sandbox per session; see the module docstring."""
 
     backend = "modal"
+    config_model = ModalConfig
 
     def __init__(
-        self, session_id: str, config: ModalConfig | None = None, *, sandbox_id: str | None = None
+        self, session_id: str, config: BackendConfig | None = None, *, sandbox_id: str | None = None
     ) -> None:
         """``sandbox_id``: the session's sandbox as recorded earlier (re-attach by id)."""
         super().__init__(session_id)
-        self.config = config or ModalConfig()
+        self.config = config_of(ModalConfig, config)
         self.name = sandbox_name(session_id, self.config)
         self.where = f"Modal sandbox {self.name}"
         self._known_id = sandbox_id
@@ -92,7 +94,7 @@ class ModalEnvironment(scripts.HelperOps, ShellEnvironment):
         self._last_heartbeat = time.monotonic()
         self._quick = min(self.config.api_timeout, 30.0)
         """Deadline of a lookup, a poll, a tag update, a terminate."""
-        self.shell = ShellSession(self._open, self._kill_group, kill_grace=self.config.kill_grace)
+        self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)
 
     # -- the sandbox ---------------------------------------------------------------------
 
@@ -276,12 +278,14 @@ class ModalEnvironment(scripts.HelperOps, ShellEnvironment):
             self._call(sdk.terminate(sandbox), "terminating the sandbox")
 
     @classmethod
-    def reap_orphans(cls, max_idle: float) -> list[str]:
-        return reap_orphans(ModalConfig(), max_idle, lambda session_id: False)
+    def reap_orphans(
+        cls, config: BackendConfig, max_idle: float, keep: Callable[[str], bool]
+    ) -> list[str]:
+        return reap_orphans(config_of(ModalConfig, config), max_idle, keep)
 
     @classmethod
-    def availability(cls) -> tuple[bool, str]:
-        return availability(ModalConfig())
+    def availability(cls, config: BackendConfig | None = None) -> tuple[bool, str]:
+        return availability(config_of(ModalConfig, config))
 
 
 def availability(config: ModalConfig) -> tuple[bool, str]:

@@ -30,6 +30,7 @@ class Router(task_command_router_grpc.TaskCommandRouterBase):
 
     async def _request(self, stream: Stream[Any, Any], method: str) -> tuple[Any, FakeSandbox]:
         request = await stream.recv_message()
+        assert request is not None
         self.service.record(method, request)
         return request, self.service.check_router(stream, request.task_id)
 

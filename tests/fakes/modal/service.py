@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -117,12 +117,13 @@ class FakeModal:
 
         async def serve() -> tuple[int, int]:
             ports = []
-            for handler in (ControlPlane(self), Router(self)):
-                server = Server([handler])
+            servicer: type[ControlPlane] | type[Router]
+            for servicer in (ControlPlane, Router):
+                server = Server([servicer(self)])
                 await server.start("127.0.0.1", 0)
                 self._servers.append(server)
-                assert server._server is not None
-                ports.append(int(server._server.sockets[0].getsockname()[1]))
+                sockets = getattr(server._server, "sockets", None) or []
+                ports.append(int(sockets[0].getsockname()[1]))
             return ports[0], ports[1]
 
         control, router = self.run(serve())
@@ -244,7 +245,7 @@ class FakeModal:
 
     def check_client(self, stream: Stream[Any, Any]) -> None:
         """The control plane's token check (the SDK sends the pair with every call)."""
-        metadata = stream.metadata or {}
+        metadata: Mapping[str, Any] = stream.metadata or {}
         if (
             metadata.get("x-modal-token-id") != self.token_id
             or metadata.get("x-modal-token-secret") != self.token_secret
@@ -254,7 +255,8 @@ class FakeModal:
     def check_router(self, stream: Stream[Any, Any], task_id: str) -> FakeSandbox:
         """The task command router's JWT check; returns the task's running sandbox."""
         sandbox = self.by_task(task_id)
-        if (stream.metadata or {}).get("authorization") != f"Bearer {sandbox.jwt}":
+        metadata: Mapping[str, Any] = stream.metadata or {}
+        if metadata.get("authorization") != f"Bearer {sandbox.jwt}":
             raise GRPCError(Status.UNAUTHENTICATED, "invalid or expired token")
         return sandbox
 
