@@ -68,6 +68,27 @@ def run_line(command: str, workdir: str | None) -> bytes:
     return f"__sbx_run {shell_quote(command)} {shell_quote(workdir or '')}\n".encode()
 
 
+_SHELLS = {
+    "sh": "exec sh -s",
+    "bash": "exec bash --noprofile --norc -s",
+    "auto": "command -v bash >/dev/null 2>&1 && exec bash --noprofile --norc -s; exec sh -s",
+}
+_PID_LINE = b"sbx-shell-pid "
+
+
+def start_script(shell: str) -> str:
+    """An ``sh -c`` script that prints the shell's pid line (read it with
+    :func:`shell_pid`), then becomes the session shell reading its script from stdin:
+    ``shell`` is ``sh``, ``bash``, or ``auto`` (bash when the image has it, else sh)."""
+    return f'echo "{_PID_LINE.decode()}$$"; {_SHELLS[shell]}'
+
+
+def shell_pid(line: bytes) -> int | None:
+    """The pid from the first line :func:`start_script` printed; None if it is not one."""
+    pid = line.removeprefix(_PID_LINE).strip()
+    return int(pid) if pid.isdigit() else None
+
+
 # Variables the shell itself maintains; never replayed.
 SHELL_MANAGED = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
 

@@ -14,12 +14,8 @@ from modal_proto import api_pb2
 
 from environments import conformance
 from environments.backends.modal import sdk
-from environments.backends.modal.environment import (
-    ModalEnvironment,
-    availability,
-    reap_orphans,
-    sandbox_name,
-)
+from environments.backends.modal.environment import ModalEnvironment, availability, reap_orphans
+from environments.backends.naming import sandbox_name
 from environments.errors import (
     AuthenticationFailed,
     CredentialsMissing,
@@ -97,7 +93,7 @@ def test_sandbox_is_created_with_the_hardened_settings(
     assert (definition.resources.memory_mb, definition.resources.memory_mb_max) == (2048, 2048)
     assert (definition.timeout_secs, definition.idle_timeout_secs) == (3600, 900)
     assert definition.workdir == "/workspace"
-    assert definition.name == sandbox_name(session, env.config) == env.name
+    assert definition.name == sandbox_name(session, env.config.fingerprint()) == env.name
     tags = {t.tag_name: t.tag_value for t in create.tags}
     assert tags["sbx"] == "1" and tags["sbx.session"] == session
     assert tags["sbx.config"] == env.config.fingerprint()

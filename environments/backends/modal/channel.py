@@ -1,35 +1,32 @@
 """A :class:`~environments.shell.driver.Channel` over one ``Sandbox.exec`` process of Modal's SDK.
 
 The session shell is a single long-lived exec; its stdin and stdout carry the
-framing of :mod:`environments.shell.framing`. Both directions live on the SDK's own
-event loop: a pump task moves stdout chunks into a thread-safe queue (``b""``
-marks the end), and a writer task sends queued input in order, coalescing
-what piled up while the previous write was in flight. :meth:`write` never
-waits for the network: a failed write shows up as the end of the stream.
+framing of :mod:`environments.shell.framing`. Both directions live on the SDK's
+own event loop: a pump task moves stdout chunks into a
+:class:`~environments.shell.queued.QueuedOutput`, and a writer task sends queued
+input in order, coalescing what piled up while the previous write was in
+flight. :meth:`write` never waits for the network: a failed write shows up as
+the end of the stream.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import queue
 from collections.abc import Callable
 
-from environments.shell.framing import read_line
+from environments.shell.queued import ClosesOnce, QueuedOutput
 
 from . import sdk
 
 
-class ModalExecChannel:
+class ModalExecChannel(QueuedOutput, ClosesOnce):
     """Channel over an exec's stdin/stdout; ``on_close`` runs once in :meth:`close`."""
 
     def __init__(self, process: sdk.Process, on_close: Callable[[], None] | None = None) -> None:
         self._stream = sdk.Stream.of(process)
         self.on_close = on_close
-        self._chunks: queue.SimpleQueue[bytes] = queue.SimpleQueue()
-        self._pending = b""
-        self._eof = False
-        self._closed = False
+        super().__init__()
         self._broken = False
         self._loop = sdk.sdk_loop()
         self._outbox: list[bytes] = []
@@ -44,11 +41,11 @@ class ModalExecChannel:
         try:
             async for chunk in self._stream.stdout():
                 if chunk:
-                    self._chunks.put(chunk)
+                    self.put(chunk)
         except Exception:  # a lost stream ends the channel like EOF
             pass
         finally:
-            self._chunks.put(b"")
+            self.put(b"")
 
     async def _write_all(self) -> None:
         while True:
@@ -60,7 +57,7 @@ class ModalExecChannel:
                 await self._stream.write(data, eof=eof)
             except Exception:
                 self._broken = True
-                self._chunks.put(b"")
+                self.put(b"")
                 return
             if eof:
                 return
@@ -73,53 +70,19 @@ class ModalExecChannel:
     # -- the Channel protocol (caller's thread) ------------------------------------------------
 
     def write(self, data: bytes) -> None:
-        if self._closed or self._eof or self._broken or self._writer.done():
+        if self._closed or self.eof or self._broken or self._writer.done():
             raise BrokenPipeError("the Modal exec stream is closed")
         self._loop.call_soon_threadsafe(self._enqueue, data, False)
-
-    def read(self, timeout: float | None) -> bytes | None:
-        if self._pending:
-            data, self._pending = self._pending, b""
-            return data
-        if self._eof:
-            return b""
-        try:
-            first = self._chunks.get(timeout=timeout) if timeout != 0 else self._chunks.get_nowait()
-        except queue.Empty:
-            return None
-        if not first:
-            self._eof = True
-            return b""
-        parts = [first]
-        while True:  # coalesce what is already there
-            try:
-                more = self._chunks.get_nowait()
-            except queue.Empty:
-                break
-            if not more:
-                self._eof = True
-                break
-            parts.append(more)
-        return b"".join(parts)
-
-    def read_line(self, timeout: float) -> bytes:
-        """The first line of output (without its newline); later reads return what follows it."""
-        line, self._pending = read_line(self.read, timeout)
-        return line
 
     @property
     def peer_gone(self) -> bool:
         """True when the exec's output ended or its input can no longer be written."""
-        return self._eof or self._closed or self._broken or self._pump.done()
+        return self.eof or self._closed or self._broken or self._pump.done()
 
     def close(self) -> None:
         """Run ``on_close``, send EOF to the process's stdin (an idle shell exits), stop reading."""
-        if self._closed:
+        if not self._close_once():
             return
-        self._closed = True
-        if self.on_close is not None:
-            with contextlib.suppress(Exception):
-                self.on_close()
         with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(self._enqueue, b"", True)
         self._pump.cancel()

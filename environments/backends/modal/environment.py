@@ -21,15 +21,11 @@ when given one, else by name); a sandbox that ended behind sbx's back
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
-import re
-import socket
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from environments.base import ExecResult
+from environments.backends.naming import sandbox_name, worker_label
 from environments.config import BackendConfig, config_of
 from environments.errors import (
     AuthenticationFailed,
@@ -40,42 +36,27 @@ from environments.errors import (
     SandboxNotFound,
 )
 from environments.shell import helper as scripts
-from environments.shell.driver import SessionShell, ShellResult
-from environments.shell.environment import ShellEnvironment
+from environments.shell.driver import SessionShell
+from environments.shell.environment import SandboxShellEnvironment
+from environments.shell.script import shell_pid, start_script
 
 from . import sdk
 from .channel import ModalExecChannel
 from .config import ModalConfig
 
-_VANISHED_NOTE = (
-    "[sbx: the session's Modal sandbox had ended; a new one was created. "
-    "Files and processes from before are lost.]\n"
-)
-_SHELLS = {
-    "sh": "exec sh -s",
-    "bash": "exec bash --noprofile --norc -s",
-    "auto": "command -v bash >/dev/null 2>&1 && exec bash --noprofile --norc -s; exec sh -s",
-}
 _HELPER_TIMEOUT = 120.0
 T = TypeVar("T")
 
 
-def sandbox_name(session_id: str, config: ModalConfig) -> str:
-    """Deterministic sandbox name: a restarted worker (or a racing one) finds the same."""
-    slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", session_id)[:32].strip("-.") or "s"
-    digest = hashlib.sha256(f"{session_id}\0{config.fingerprint()}".encode()).hexdigest()[:12]
-    return f"sbx-{slug}-{digest}"
-
-
-def worker_label() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-class ModalEnvironment(scripts.HelperOps, ShellEnvironment):
+class ModalEnvironment(scripts.HelperOps, SandboxShellEnvironment):
     """One Modal Sandbox per session; see the module docstring."""
 
     backend = "modal"
     config_model = ModalConfig
+    vanished_note = (
+        "[sbx: the session's Modal sandbox had ended; a new one was created. "
+        "Files and processes from before are lost.]\n"
+    )
 
     def __init__(
         self, session_id: str, config: BackendConfig | None = None, *, sandbox_id: str | None = None
@@ -83,7 +64,7 @@ class ModalEnvironment(scripts.HelperOps, ShellEnvironment):
         """``sandbox_id``: the session's sandbox as recorded earlier (re-attach by id)."""
         super().__init__(session_id)
         self.config = config_of(ModalConfig, config)
-        self.name = sandbox_name(session_id, self.config)
+        self.name = sandbox_name(session_id, self.config.fingerprint())
         self.where = f"Modal sandbox {self.name}"
         self._known_id = sandbox_id
         self._sandbox: sdk.Sandbox | None = None
@@ -202,18 +183,18 @@ class ModalEnvironment(scripts.HelperOps, ShellEnvironment):
 
     def _open(self) -> ModalExecChannel:
         sandbox = self._ensure(verify=True)
-        argv = ["sh", "-c", 'echo "sbx-shell-pid $$"; ' + _SHELLS[self.config.shell]]
+        argv = ["sh", "-c", start_script(self.config.shell)]
         try:
             process = self._call(sdk.exec_process(sandbox, argv), "starting the shell")
         except SandboxNotFound as exc:
             raise SandboxDead(f"cannot start a shell in {self.where}: {exc}") from exc
         channel = ModalExecChannel(process)
         line = channel.read_line(self.shell.start_timeout)
-        pid = line.removeprefix(b"sbx-shell-pid ").strip()
-        if not pid.isdigit():
+        pid = shell_pid(line)
+        if pid is None:
             channel.close()
             raise SandboxDead(f"the shell in {self.where} did not start: {line[:200]!r}")
-        channel.on_close = lambda: self._end_shell(channel, int(pid))
+        channel.on_close = lambda: self._end_shell(channel, pid)
         self._channel = channel
         return channel
 
@@ -229,7 +210,7 @@ class ModalEnvironment(scripts.HelperOps, ShellEnvironment):
     def _kill_group(self, pgid: int, signum: int) -> None:
         scripts.kill_tree(self._helper, self._killed, pgid, signum)
 
-    def _heartbeat(self, *, force: bool = False) -> None:
+    def _heartbeat(self, force: bool = False) -> None:
         now = time.monotonic()
         sandbox = self._sandbox
         if sandbox is None or (
@@ -242,20 +223,11 @@ class ModalEnvironment(scripts.HelperOps, ShellEnvironment):
 
     # -- the contract ------------------------------------------------------------------
 
-    def _before_exec(self) -> None:
-        self._closing = False
-        if self._channel is not None and self._channel.peer_gone:
-            self.shell.close()  # the exec (or the sandbox) ended since the last call
+    def _shell_stream_gone(self) -> bool:
+        return self._channel is not None and self._channel.peer_gone
 
-    def _after_exec(self, result: ShellResult, started: float) -> ExecResult:
-        if not self.shell.alive and not result.timed_out:
-            with contextlib.suppress(SandboxError):
-                self._ensure(verify=True)  # notices (and replaces) an ended sandbox
-        note, restarted = "", result.shell_restarted
-        if self._vanished:
-            self._vanished, note, restarted = False, _VANISHED_NOTE, True
-        self._heartbeat()
-        return result.exec_result(started, note=note, restarted=restarted)
+    def _check_sandbox(self) -> None:
+        self._ensure(verify=True)
 
     def touch(self) -> None:
         """Refresh the sandbox's ``sbx.active`` tag (the idle clock of :func:`reap_orphans`)."""
