@@ -23,6 +23,9 @@ parent reports it as before.
 
 from __future__ import annotations
 
+from typing import Protocol
+
+from environments.errors import SandboxDead
 from environments.shell.framing import shell_quote
 
 _TEMPLATE = r"""
@@ -78,15 +81,27 @@ _PID_LINE = b"sbx-shell-pid "
 
 def start_script(shell: str) -> str:
     """An ``sh -c`` script that prints the shell's pid line (read it with
-    :func:`shell_pid`), then becomes the session shell reading its script from stdin:
+    :func:`started_shell_pid`), then becomes the session shell reading its script from stdin:
     ``shell`` is ``sh``, ``bash``, or ``auto`` (bash when the image has it, else sh)."""
     return f'echo "{_PID_LINE.decode()}$$"; {_SHELLS[shell]}'
 
 
-def shell_pid(line: bytes) -> int | None:
-    """The pid from the first line :func:`start_script` printed; None if it is not one."""
+class StartingChannel(Protocol):
+    def read_line(self, timeout: float) -> bytes: ...
+    def close(self) -> None: ...
+
+
+def started_shell_pid(channel: StartingChannel, timeout: float, where: str) -> int:
+    """The pid of the shell :func:`start_script` started on ``channel``, from its first line.
+
+    Raises :class:`~environments.errors.SandboxDead` (after closing ``channel``) when that
+    line is something else (the shell did not start)."""
+    line = channel.read_line(timeout)
     pid = line.removeprefix(_PID_LINE).strip()
-    return int(pid) if pid.isdigit() else None
+    if not pid.isdigit():
+        channel.close()
+        raise SandboxDead(f"the shell in {where} did not start: {line[:200]!r}")
+    return int(pid)
 
 
 # Variables the shell itself maintains; never replayed.

@@ -36,7 +36,7 @@ from environments.errors import BackendUnavailable, SandboxDead, SandboxError
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import SandboxShellEnvironment
-from environments.shell.script import shell_pid, start_script
+from environments.shell.script import start_script, started_shell_pid
 
 # The container's main process only keeps it alive; docker-init (init=True) reaps orphans.
 _KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600; done"]
@@ -269,11 +269,7 @@ class DockerEnvironment(scripts.HelperOps, SandboxShellEnvironment):
         except (NotFound, APIError) as exc:
             raise SandboxDead(f"cannot start a shell in {self.name}: {exc}") from exc
         channel = DockerExecChannel(raw)
-        line = channel.read_line(self.shell.start_timeout)
-        pid = shell_pid(line)
-        if pid is None:
-            channel.close()
-            raise SandboxDead(f"the shell in {self.name} did not start: {line!r}")
+        pid = started_shell_pid(channel, self.shell.start_timeout, self.name)
         channel.on_close = lambda: self._kill_shell(channel, pid)
         self._channel = channel
         return channel

@@ -38,7 +38,7 @@ from environments.errors import (
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import SandboxShellEnvironment
-from environments.shell.script import shell_pid, start_script
+from environments.shell.script import start_script, started_shell_pid
 
 from . import sdk
 from .channel import ModalExecChannel
@@ -189,11 +189,7 @@ class ModalEnvironment(scripts.HelperOps, SandboxShellEnvironment):
         except SandboxNotFound as exc:
             raise SandboxDead(f"cannot start a shell in {self.where}: {exc}") from exc
         channel = ModalExecChannel(process)
-        line = channel.read_line(self.shell.start_timeout)
-        pid = shell_pid(line)
-        if pid is None:
-            channel.close()
-            raise SandboxDead(f"the shell in {self.where} did not start: {line[:200]!r}")
+        pid = started_shell_pid(channel, self.shell.start_timeout, self.where)
         channel.on_close = lambda: self._end_shell(channel, pid)
         self._channel = channel
         return channel

@@ -36,7 +36,7 @@ from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
 from environments.shell.framing import shell_quote
-from environments.shell.script import shell_pid, start_script
+from environments.shell.script import start_script, started_shell_pid
 
 
 class HostKeyNotVerified(SandboxError, ConnectionError):
@@ -169,12 +169,11 @@ class SSHEnvironment(scripts.HelperOps, ShellEnvironment):
             inner = f"cd -- {shell_quote(self.config.cwd)} || exit 1; {inner}"
         pooled, process = self._start_process(f"exec /bin/sh -c {shell_quote(inner)}")
         channel = SSHProcessChannel(process)
-        line = channel.read_line(self.shell.start_timeout)
-        pid = shell_pid(line)
-        if pid is None:
-            channel.close()
+        try:
+            pid = started_shell_pid(channel, self.shell.start_timeout, self.where)
+        except SandboxDead:
             POOL.release(pooled)
-            raise SandboxDead(f"the shell on {self.where} did not start: {line!r}")
+            raise
         self._shell_pid = pid
         channel.on_close = lambda: self._release_shell(channel, pooled, pid)
         self._channel = channel
