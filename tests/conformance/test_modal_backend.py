@@ -226,7 +226,7 @@ def test_missing_credentials_are_one_clear_error(
 def test_rejected_credentials_never_show_the_secret(fake_modal: FakeModal, session: str) -> None:
     secret = "as-wrong-" + secrets.token_hex(8)
     config = modal_config(token_id="ak-sbx-fake-token-id", token_secret=secret)
-    assert secret not in repr(config)
+    assert secret not in repr(config) and secret not in str(config.public_view())
     env = ModalEnvironment(session, config)
     with pytest.raises(AuthenticationFailed) as caught:
         env.exec("true")
