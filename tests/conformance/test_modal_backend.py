@@ -211,9 +211,9 @@ def test_orphan_sweep_by_tags_honours_keep(fake_modal: FakeModal, session: str) 
 def test_missing_credentials_are_one_clear_error(
     fake_modal: FakeModal, monkeypatch: pytest.MonkeyPatch, session: str
 ) -> None:
-    monkeypatch.delenv("MODAL_TOKEN_ID")
-    monkeypatch.delenv("MODAL_TOKEN_SECRET")
-    monkeypatch.setenv("MODAL_CONFIG_PATH", "/nonexistent/modal.toml")
+    # Empty variables win over a profile in ~/.modal.toml, as unset ones would not.
+    monkeypatch.setenv("MODAL_TOKEN_ID", "")
+    monkeypatch.setenv("MODAL_TOKEN_SECRET", "")
     env = ModalEnvironment(session, modal_config())
     with pytest.raises(CredentialsMissing, match="MODAL_TOKEN_ID") as caught:
         env.exec("true")

@@ -293,11 +293,10 @@ async def set_tags(sandbox: Sandbox, tags: dict[str, str]) -> None:
 # -- processes ---------------------------------------------------------------------------
 
 
-async def exec_process(sandbox: Sandbox, argv: list[str], *, stderr: bool = False) -> Process:
-    """``sb.exec(*argv)`` with bytes streams; stderr piped only when asked for."""
-    return await sandbox.exec.aio(
-        *argv, text=False, stderr=StreamType.PIPE if stderr else StreamType.DEVNULL
-    )
+async def exec_process(sandbox: Sandbox, argv: list[str]) -> Process:
+    """``sb.exec(*argv)``: stdout as bytes, stderr discarded (sbx's scripts merge what they
+    need into stdout)."""
+    return await sandbox.exec.aio(*argv, text=False, stderr=StreamType.DEVNULL)
 
 
 @dataclass
