@@ -30,3 +30,27 @@ class InvalidCommand(SandboxError, ValueError):
 
 class SandboxDead(SandboxError, ConnectionError):
     """The sandbox or its session shell is gone and could not be brought back."""
+
+
+class CredentialsMissing(BackendUnavailable):
+    """The backend's service needs credentials and none were configured."""
+
+
+class AuthenticationFailed(BackendUnavailable, PermissionError):
+    """The backend's service rejected the configured credentials."""
+
+
+class ServiceUnreachable(BackendUnavailable, ConnectionError):
+    """The backend's service did not answer (down, wrong address, no network)."""
+
+
+class QuotaExceeded(SandboxError):
+    """The backend's service refused to create or run more (plan limits, rate limits)."""
+
+
+class SandboxNotFound(SandboxError, LookupError):
+    """The sandbox does not exist (any more)."""
+
+
+class Unsupported(SandboxError, NotImplementedError):
+    """This backend cannot do what was asked (for example a pty)."""

@@ -22,7 +22,7 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "apptainer": "environments.apptainer:ApptainerEnvironment",
     "modal": "environments.modal:ModalEnvironment",
     "daytona": "environments.daytona:DaytonaEnvironment",
-    "vercel_sandbox": "environments.vercel:VercelEnvironment",
+    "vercel_sandbox": "environments.backends.vercel:VercelEnvironment",
 }
 
 

@@ -1,0 +1,1 @@
+"""Sandbox backends that live in their own folder (one module or package each)."""
