@@ -36,9 +36,12 @@ def run(calls: int, creates: int) -> dict[str, Any]:
 
     fake = FakeVercel()
     config = VercelConfig(
-        base_url=fake.base_url, token=SecretStr(TOKEN), team_id=TEAM_ID,
-        project_id=PROJECT_ID, read_vercel_env=False,
-    )  # fmt: skip
+        base_url=fake.base_url,
+        token=SecretStr(TOKEN),
+        team_id=TEAM_ID,
+        project_id=PROJECT_ID,
+        read_vercel_env=False,
+    )
     try:
         env = VercelEnvironment("bench-vercel", config)
         try:
@@ -76,8 +79,11 @@ def run(calls: int, creates: int) -> dict[str, Any]:
         close_clients()
         fake.stop()
     sbx, base = timings
-    return {"timings": timings, "create": Timing("create to first result", first),
-            "ratio_p50": sbx.p50 / base.p50}  # fmt: skip
+    return {
+        "timings": timings,
+        "create": Timing("create to first result", first),
+        "ratio_p50": sbx.p50 / base.p50,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     sbx, base = result["timings"]
     create: Timing = result["create"]
     if args.json:
-        doc = {t.name: {"p50": t.p50, "p95": t.p95, "n": len(t.samples)}
-               for t in [*result["timings"], create]}  # fmt: skip
+        doc = {
+            t.name: {"p50": t.p50, "p95": t.p95, "n": len(t.samples)}
+            for t in [*result["timings"], create]
+        }
         doc["ratio_p50"] = result["ratio_p50"]
         doc["target_ratio_p50"] = TARGET
         json.dump(doc, sys.stdout, indent=2)

@@ -99,3 +99,5 @@ def _dead(w: WorkerProcess) -> bool:
 
 # RabbitMQ (tests of SBX_BROKER_URL=amqp://): a session node, started on first use.
 pytest_plugins.append("tests.fixtures_amqp")
+# The fake Vercel Sandbox API and the vercel_sandbox backend over it.
+pytest_plugins.append("tests.fixtures_vercel")

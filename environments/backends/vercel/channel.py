@@ -47,9 +47,7 @@ PY_ENCODER = (
     " if not b:break\n"
     " os.write(1,base64.b64encode(b)+b'\\n')\n"
 )
-NODE_ENCODER = (
-    "process.stdin.on('data',b=>process.stdout.write(b.toString('base64')+'\\n'))"
-)
+NODE_ENCODER = "process.stdin.on('data',b=>process.stdout.write(b.toString('base64')+'\\n'))"
 SHELLS = {
     "sh": "exec sh -s",
     "bash": "exec bash --noprofile --norc -s",

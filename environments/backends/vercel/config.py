@@ -19,9 +19,7 @@ class VercelConfig(BaseSettings):
     SDK through its credentials factory only; they never reach a sandbox, a log or a receipt.
     """
 
-    model_config = SettingsConfigDict(
-        env_prefix="SBX_VERCEL_SANDBOX_", extra="forbid", frozen=True
-    )
+    model_config = SettingsConfigDict(env_prefix="SBX_VERCEL_SANDBOX_", extra="forbid", frozen=True)
 
     type: Literal["vercel_sandbox"] = "vercel_sandbox"
     base_url: str | None = None
@@ -68,8 +66,18 @@ class VercelConfig(BaseSettings):
     def fingerprint(self) -> str:
         """Hash of the settings that shape a sandbox; part of its name."""
         shaping = self.model_dump(
-            include={"image", "region", "vcpus", "memory_mb", "network_allow", "env",
-                     "persistent", "project_id", "team_id", "base_url"}  # fmt: skip
+            include={
+                "image",
+                "region",
+                "vcpus",
+                "memory_mb",
+                "network_allow",
+                "env",
+                "persistent",
+                "project_id",
+                "team_id",
+                "base_url",
+            }
         )
         return hashlib.sha256(repr(sorted(shaping.items())).encode()).hexdigest()[:12]
 

@@ -220,6 +220,7 @@ class VercelEnvironment(scripts.HelperOps, ShellEnvironment):
         self.shell.close()
         self._channel = None
         sandbox, self._sandbox = self._sandbox, None
+        self._runtime_session = self._deadline = None
         if sandbox is None:
             return
         with contextlib.suppress(SandboxError):

@@ -54,8 +54,15 @@ from .config import VercelConfig
 
 SDK_VERSION = "0.10.0"
 """The ``vercel-sandbox`` version this adapter and the test fake were written against."""
-STOPPED = frozenset({SandboxStatus.STOPPED, SandboxStatus.STOPPING, SandboxStatus.FAILED,
-                     SandboxStatus.ABORTED, SandboxStatus.SNAPSHOTTING})  # fmt: skip
+STOPPED = frozenset(
+    {
+        SandboxStatus.STOPPED,
+        SandboxStatus.STOPPING,
+        SandboxStatus.FAILED,
+        SandboxStatus.ABORTED,
+        SandboxStatus.SNAPSHOTTING,
+    }
+)
 
 Sandbox = SyncSandbox
 Process = SyncProcess
@@ -67,9 +74,9 @@ def resolve_credentials(
     """Credentials from the config, else (``read_vercel_env``) the SDK's own variables.
 
     Raises :class:`CredentialsMissing` (naming what to set, never a value)."""
-    env: Mapping[str, str] = (os.environ if environ is None else environ) if (
-        config.read_vercel_env
-    ) else {}
+    env: Mapping[str, str] = (
+        (os.environ if environ is None else environ) if (config.read_vercel_env) else {}
+    )
     team = config.team_id or env.get("VERCEL_TEAM_ID")
     project = config.project_id or env.get("VERCEL_PROJECT_ID")
     token = config.token.get_secret_value() if config.token else None
@@ -170,8 +177,13 @@ class VercelApi:
         creds = resolve_credentials(self.config)
         # The SDK's only telemetry: naming a detected coding agent in its User-Agent.
         os.environ.setdefault("VERCEL_TELEMETRY_DISABLED", "1")
-        key = (self.config.base_url or "", hashlib.sha256(creds.token.encode()).hexdigest(),
-               creds.team_id, creds.project_id, self.config.region or "")  # fmt: skip
+        key = (
+            self.config.base_url or "",
+            hashlib.sha256(creds.token.encode()).hexdigest(),
+            creds.team_id,
+            creds.project_id,
+            self.config.region or "",
+        )
         with _clients_lock:
             client = _clients.get(key)
             if client is None:
@@ -255,8 +267,9 @@ class VercelApi:
                     name=sb.name,
                     tags=dict(sb.tags or {}),
                     running=sb.status not in STOPPED,
-                    last_change_ms=max(sb.created_at or 0, sb.updated_at or 0,
-                                       sb.status_updated_at or 0),  # fmt: skip
+                    last_change_ms=max(
+                        sb.created_at or 0, sb.updated_at or 0, sb.status_updated_at or 0
+                    ),
                 )
                 for sb in self.client.query_sandboxes(query=query)
             ]
@@ -283,9 +296,12 @@ class VercelApi:
         """``sh ARGS...`` with stdin piped: the session shell's process."""
         with translating(f"starting a shell in {sandbox.name}", self.where):
             return sandbox.create_process(
-                "sh", args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                "sh",
+                args,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+            )
 
     def run(
         self, sandbox: Sandbox, command: str, args: list[str], stdin: bytes | None = None

@@ -32,18 +32,23 @@ __all__ = ["PROJECT_ID", "TEAM_ID", "TOKEN", "FakeVercel"]
 class FakeVercel:
     """The fake service, listening on 127.0.0.1 at a free port until :meth:`stop`."""
 
-    def __init__(self, *, token: str = TOKEN, team_id: str = TEAM_ID,
-                 project_id: str = PROJECT_ID) -> None:  # fmt: skip
+    def __init__(
+        self, *, token: str = TOKEN, team_id: str = TEAM_ID, project_id: str = PROJECT_ID
+    ) -> None:
         self.state = Path(tempfile.mkdtemp(prefix="sbx-fake-vercel-", dir="/var/tmp"))
         self.service = FakeService(self.state, project_id)
         self.server = FakeServer(self.service, token, team_id)
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._stopped = threading.Event()
         self._threads = [
-            threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                             name="fake-vercel", daemon=True),
+            threading.Thread(
+                target=self.server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="fake-vercel",
+                daemon=True,
+            ),
             threading.Thread(target=self._expire_loop, name="fake-vercel-expiry", daemon=True),
-        ]  # fmt: skip
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -58,8 +63,9 @@ class FakeVercel:
             return list(self.server.requests)
 
     def requests_to(self, method: str, path_suffix: str) -> list[dict[str, Any]]:
-        return [r for r in self.requests
-                if r["method"] == method and r["path"].endswith(path_suffix)]  # fmt: skip
+        return [
+            r for r in self.requests if r["method"] == method and r["path"].endswith(path_suffix)
+        ]
 
     def stop_behind_back(self, name: str) -> None:
         """Stop the sandbox's running session, as its time limit or a user would."""

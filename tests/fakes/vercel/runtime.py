@@ -63,8 +63,14 @@ class Jail:
         read_fd, write_fd = os.pipe()
         # The init says "ready" once it runs: bwrap reports its pid before the mounts
         # are in place, and a command entering earlier finds no /usr.
-        argv += ["--info-fd", str(write_fd), "--", "/bin/sh", "-c",
-                 "echo ready; exec >/dev/null; trap 'exit 0' TERM; while :; do sleep 3600; done"]
+        argv += [
+            "--info-fd",
+            str(write_fd),
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo ready; exec >/dev/null; trap 'exit 0' TERM; while :; do sleep 3600; done",
+        ]
         self._bwrap = subprocess.Popen(
             argv,
             pass_fds=(write_fd,),
@@ -72,6 +78,7 @@ class Jail:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            env={"PATH": _PATH},  # nothing of the service's own environment gets in
         )
         os.close(write_fd)
         with os.fdopen(read_fd) as info:
@@ -94,8 +101,25 @@ class Jail:
     def argv(self, cwd: str, env: dict[str, str], command: list[str]) -> list[str]:
         """``nsenter`` command line running ``command`` inside, in ``cwd`` with exactly ``env``."""
         pairs = [f"{k}={v}" for k, v in env.items()]
-        return ["nsenter", "-t", str(self.init_pid), "--mount", "--pid", "--ipc", "--uts",
-                "--net", "--root", "--wd", "--", "env", "-i", "-C", cwd, *pairs, *command]  # fmt: skip
+        return [
+            "nsenter",
+            "-t",
+            str(self.init_pid),
+            "--mount",
+            "--pid",
+            "--ipc",
+            "--uts",
+            "--net",
+            "--root",
+            "--wd",
+            "--",
+            "env",
+            "-i",
+            "-C",
+            cwd,
+            *pairs,
+            *command,
+        ]
 
     def alive(self) -> bool:
         return self._bwrap.poll() is None
@@ -130,9 +154,15 @@ class Command:
     _stdin_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def payload(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "args": self.args, "cwd": self.cwd,
-                "sessionId": self.session_id, "exitCode": self.exit_code,
-                "startedAt": self.started_at}  # fmt: skip
+        return {
+            "id": self.id,
+            "name": self.name,
+            "args": self.args,
+            "cwd": self.cwd,
+            "sessionId": self.session_id,
+            "exitCode": self.exit_code,
+            "startedAt": self.started_at,
+        }
 
     @property
     def done(self) -> bool:
@@ -228,9 +258,13 @@ class Disk:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def spawn(jail: Jail, session_id: str, request: dict[str, Any]) -> Command:
-    """Start a command from a ``cmd`` request body (``command``, ``args``, ``cwd``, ``env``)."""
+def spawn(
+    jail: Jail, session_id: str, request: dict[str, Any], sandbox_env: dict[str, str]
+) -> Command:
+    """Start a command from a ``cmd`` request body (``command``, ``args``, ``cwd``, ``env``)
+    with the sandbox's own variables under the request's."""
     env = {"PATH": _PATH, "HOME": SANDBOX_CWD, "LANG": "C.UTF-8", "USER": "vercel-sandbox"}
+    env.update(sandbox_env)
     env.update({str(k): str(v) for k, v in (request.get("env") or {}).items()})
     name = str(request["command"])
     args = [str(a) for a in request.get("args") or []]

@@ -97,10 +97,15 @@ class Handler(BaseHTTPRequestHandler):
         if raw and self.headers.get("content-type", "").startswith("application/json"):
             body = json.loads(raw)
         with self.server.record_lock:
-            self.server.requests.append({
-                "method": method, "path": url.path, "query": query, "body": body,
-                "user_agent": self.headers.get("user-agent", ""),
-            })  # fmt: skip
+            self.server.requests.append(
+                {
+                    "method": method,
+                    "path": url.path,
+                    "query": query,
+                    "body": body,
+                    "user_agent": self.headers.get("user-agent", ""),
+                }
+            )
         if not self._authorized(query):
             self._json(403, {"error": {"code": "forbidden", "message": "Not authorized"}})
             return
@@ -201,7 +206,7 @@ def _log_records(command: Command) -> Iterator[dict[str, Any]]:
     sent = 0
     while True:
         with command.cond:
-            command.cond.wait_for(lambda: len(command.logs) > sent or command.done)
+            command.cond.wait_for(lambda seen=sent: len(command.logs) > seen or command.done)
             batch = command.logs[sent:]
             done = command.done
         sent += len(batch)

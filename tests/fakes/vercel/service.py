@@ -45,11 +45,21 @@ class Session:
 
     def payload(self) -> dict[str, Any]:
         sb = self.sandbox
-        return {"id": self.id, "sourceSandboxName": sb.name, "projectId": sb.project_id,
-                "status": self.status, "cwd": SANDBOX_CWD, "region": "iad1",
-                "memory": sb.memory, "vcpus": sb.vcpus, "timeout": self.timeout_ms,
-                "networkPolicy": sb.network_policy, "requestedAt": self.requested_at,
-                "startedAt": self.started_at, "stoppedAt": self.stopped_at}  # fmt: skip
+        return {
+            "id": self.id,
+            "sourceSandboxName": sb.name,
+            "projectId": sb.project_id,
+            "status": self.status,
+            "cwd": SANDBOX_CWD,
+            "region": "iad1",
+            "memory": sb.memory,
+            "vcpus": sb.vcpus,
+            "timeout": self.timeout_ms,
+            "networkPolicy": sb.network_policy,
+            "requestedAt": self.requested_at,
+            "startedAt": self.started_at,
+            "stoppedAt": self.stopped_at,
+        }
 
 
 @dataclass(eq=False)
@@ -73,18 +83,28 @@ class Sandbox:
     def payload(self) -> dict[str, Any]:
         session = self.session
         assert session is not None
-        return {"name": self.name, "currentSessionId": session.id, "image": self.image,
-                "status": session.status, "persistent": self.persistent,
-                "projectId": self.project_id, "cwd": SANDBOX_CWD, "region": "iad1",
-                "memory": self.memory, "vcpus": self.vcpus, "timeout": self.timeout_ms,
-                "networkPolicy": self.network_policy, "tags": self.tags,
-                "createdAt": self.created_at, "updatedAt": self.updated_at,
-                "statusUpdatedAt": self.status_updated_at}  # fmt: skip
+        return {
+            "name": self.name,
+            "currentSessionId": session.id,
+            "image": self.image,
+            "status": session.status,
+            "persistent": self.persistent,
+            "projectId": self.project_id,
+            "cwd": SANDBOX_CWD,
+            "region": "iad1",
+            "memory": self.memory,
+            "vcpus": self.vcpus,
+            "timeout": self.timeout_ms,
+            "networkPolicy": self.network_policy,
+            "tags": self.tags,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "statusUpdatedAt": self.status_updated_at,
+        }
 
     def answer(self, **extra: Any) -> dict[str, Any]:
         assert self.session is not None
-        return {"sandbox": self.payload(), "session": self.session.payload(), "routes": [],
-                **extra}
+        return {"sandbox": self.payload(), "session": self.session.payload(), "routes": [], **extra}
 
 
 class FakeService:
@@ -109,8 +129,11 @@ class FakeService:
             if name in self.sandboxes:
                 raise ApiError(409, "sandbox_exists", f"Sandbox {name} already exists")
             if self.max_sandboxes is not None and len(self.sandboxes) >= self.max_sandboxes:
-                raise ApiError(402, "sandbox_limit_reached",
-                               "You have reached the concurrent sandbox limit of your plan")  # fmt: skip
+                raise ApiError(
+                    402,
+                    "sandbox_limit_reached",
+                    "You have reached the concurrent sandbox limit of your plan",
+                )
             resources = body.get("resources") or {}
             sandbox = Sandbox(
                 name=name,
@@ -170,8 +193,10 @@ class FakeService:
             limit = int(params.get("limit") or 20)
             page = found[start : start + limit]
             nxt = str(start + limit) if start + limit < len(found) else None
-            return {"sandboxes": [s.payload() for s in page],
-                    "pagination": {"count": len(page), "next": nxt, "prev": None}}  # fmt: skip
+            return {
+                "sandboxes": [s.payload() for s in page],
+                "pagination": {"count": len(page), "next": nxt, "prev": None},
+            }
 
     def destroy(self, name: str) -> dict[str, Any]:
         with self.lock:
@@ -231,8 +256,11 @@ class FakeService:
         """Stop the sessions past their execution time limit; their ids."""
         now = _ms()
         with self.lock:
-            late = [s for s in self.sessions.values()
-                    if s.status == "running" and now > s.started_at + s.timeout_ms]  # fmt: skip
+            late = [
+                s
+                for s in self.sessions.values()
+                if s.status == "running" and now > s.started_at + s.timeout_ms
+            ]
             for session in late:
                 self._stop(session)
             return [s.id for s in late]
@@ -249,7 +277,7 @@ class FakeService:
     def run(self, session_id: str, body: dict[str, Any]) -> Command:
         session = self.session(session_id)
         assert session.jail is not None
-        command = spawn(session.jail, session_id, body)
+        command = spawn(session.jail, session_id, body, session.sandbox.env)
         session.commands[command.id] = command
         return command
 
@@ -268,8 +296,9 @@ class FakeService:
                 decode_stdin(body), None if offset is None else int(offset), bool(body.get("close"))
             )
         except BrokenPipeError:
-            raise ApiError(400, "command_stdin_unavailable",
-                           "The command is not reading its standard input") from None  # fmt: skip
+            raise ApiError(
+                400, "command_stdin_unavailable", "The command is not reading its standard input"
+            ) from None
         return {"command": command.payload(), "bytesWritten": written}
 
     # -- files ------------------------------------------------------------------
