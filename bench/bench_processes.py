@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 
 from bench.stats import Timing, measure, report
-from environments.local import LocalEnvironment
+from environments.backends.local.environment import LocalEnvironment
 from process_registry.models import Receipt
 from process_registry.receipts import ReceiptStore
 from process_registry.registry import ProcessRegistry

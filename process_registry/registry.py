@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from environments.base import Environment, SpawnedProcess
-from environments.procinfo import boot_id
+from environments.errors import Unsupported
 
 from .adoption import adopt_all
 from .atomic import ensure_private_dir, validate_id
@@ -152,42 +152,27 @@ class ProcessRegistry:
         :class:`PtyUnsupported`); :meth:`write` then sends it input.
         """
         validate_session_id(owner_session_id)
-        local = env.backend == "local"
-        if pty and not local:
+        if pty and not env.supports_pty:
             raise PtyUnsupported(
-                f"pty background processes are supported on the local backend only, "
-                f"not on {env.backend!r}; start it without pty"
+                f"pty background processes are not supported on the {env.backend!r} backend; "
+                "start it without pty"
             )
         process_id = "p" + secrets.token_hex(8)
-        base = str(self.spool / process_id) if local else f"/tmp/sbx-{process_id}"
-        if pty:
-            from environments.local import LocalEnvironment
-            from environments.pty_spawn import spawn_on_pty
-
-            if not isinstance(env, LocalEnvironment):
-                raise PtyUnsupported("pty needs a LocalEnvironment")
-            spawned = spawn_on_pty(
-                env,
-                command,
-                output_path=base + ".out",
-                status_path=base + ".status",
-                workdir=workdir,
-                extra_env=env_vars,
-            )
-        else:
-            spawned = env.spawn(
-                command,
-                output_path=base + ".out",
-                status_path=base + ".status",
-                workdir=workdir,
-                env=env_vars,
-            )
+        output_path, status_path = env.process_paths(process_id, str(self.spool))
+        start = env.spawn_on_pty if pty else env.spawn
+        spawned = start(
+            command,
+            output_path=output_path,
+            status_path=status_path,
+            workdir=workdir,
+            env=env_vars,
+        )
         record = ProcessRecord(
             process_id=process_id,
             pid=spawned.pid,
             pgid=spawned.pgid,
             pid_start_time=spawned.start_time,
-            boot_id=boot_id() if local else None,
+            boot_id=env.boot_id(),
             writer=self.checkpoints.me,
             owner_session_id=owner_session_id,
             backend=env.backend,
@@ -225,7 +210,9 @@ class ProcessRegistry:
             tracked.checkpointed.set()
         with self._lock:
             self._live[record.process_id] = tracked
-        self._watcher.watch(record.process_id, env, spawned, local=env.backend == "local")
+        self._watcher.watch(
+            record.process_id, env, spawned, local=env.processes_on_worker_host
+        )
         if record.timeout is not None:
             remaining = record.started_at + record.timeout - time.time()
             self._watcher.schedule(max(0.0, remaining), lambda: self._expire(record.process_id))
@@ -298,7 +285,7 @@ class ProcessRegistry:
         with contextlib.suppress(Exception):
             self.checkpoints.remove(rec.process_id)
         with contextlib.suppress(Exception):
-            if rec.backend == "local":
+            if t.env.processes_on_worker_host:
                 os.unlink(rec.status_path)
 
     def _write_receipt(self, t: Tracked, status: ProcessState, code: int | None) -> Receipt:
@@ -313,7 +300,7 @@ class ProcessRegistry:
             return self.receipts.read(rec.process_id, rec.owner_session_id, verified=False)
 
     def _discard_output(self, t: Tracked) -> None:
-        if t.record.backend == "local":
+        if t.env.processes_on_worker_host:
             with contextlib.suppress(OSError):
                 os.unlink(t.record.output_path)
 
@@ -391,11 +378,9 @@ class ProcessRegistry:
             )
         if t.done.is_set():
             raise InputUnsupported(f"process {process_id} has ended: it takes no input")
-        from environments.pty_spawn import InputUnavailable, write_input
-
         try:
-            return write_input(t.record.output_path, data.encode())
-        except InputUnavailable as exc:
+            return t.env.write_input(t.record.spawned(), data.encode())
+        except (OSError, Unsupported) as exc:
             raise InputUnsupported(f"process {process_id}: {exc}") from None
 
     # -- observing -------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import redis
 from environments.base import Environment
 from environments.errors import WorkdirNotFound
 from environments.pool import SandboxPool
+from environments.registry import backend_class
 from process_registry.models import (
     InvalidId,
     NotFound,
@@ -114,7 +115,7 @@ class ProcessService:
         backends need the very sandbox that spawned them, still in the pool.
         """
         existing = self.pool.get_existing(rec.owner_session_id, rec.backend)
-        if rec.backend == "local":
+        if backend_class(rec.backend).processes_on_worker_host:
             if existing is not None:
                 return existing
             with self.pool.session(rec.owner_session_id, rec.backend) as env:

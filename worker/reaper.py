@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
 
 import redis
 
-from environments.factory import backend_class
 from environments.pool import SandboxPool
+from environments.registry import backend_class
 
 from .liveness import CallLedger, lost_result
 
@@ -33,6 +34,10 @@ def reap_lost_calls(ledger: CallLedger) -> list[str]:
         if ledger.is_lost(call_id) and declare_lost(ledger, call_id, worker_id):
             lost.append(call_id)
     return lost
+
+
+def _kept(pool: SandboxPool, backend: str, session_id: str) -> bool:
+    return pool.keep_alive(session_id, backend)
 
 
 class Reaper(threading.Thread):
@@ -78,7 +83,11 @@ class Reaper(threading.Thread):
                 return
             self._next_orphan_sweep = now + self.orphan_sweep_interval
             for backend in pool.backends_in_use():
-                removed = backend_class(backend).reap_orphans(self.orphan_max_idle)
+                removed = backend_class(backend).reap_orphans(
+                    pool.config_for(backend),
+                    self.orphan_max_idle,
+                    functools.partial(_kept, pool, backend),
+                )
                 if removed:
                     log.info("removed %d orphaned %s sandbox(es)", len(removed), backend)
         except Exception:  # a broken backend must not stop the reaper

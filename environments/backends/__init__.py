@@ -1,1 +1,0 @@
-"""Sandbox backends that live in their own folder (one module or package each)."""

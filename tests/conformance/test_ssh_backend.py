@@ -11,9 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from environments.backends.ssh.channel import POOL
+from environments.backends.ssh.environment import HostKeyNotVerified, SSHConfig, SSHEnvironment
 from environments.errors import BackendUnavailable
-from environments.ssh import HostKeyNotVerified, SSHConfig, SSHEnvironment
-from environments.ssh_channel import POOL
 from tests.fixtures_backends import SSHServer, ssh_config_for
 from tests.helpers import wait_until
 

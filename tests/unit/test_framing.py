@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from environments.framing import Marker, MarkerScanner, Output, parse_export_dump, shell_quote
-from environments.output import OutputCapture
+from environments.shell.framing import Marker, MarkerScanner, Output, parse_export_dump, shell_quote
+from environments.shell.output import OutputCapture
 
 TOKEN = b"0123456789abcdef0123456789abcdef"
 STREAM = (

@@ -10,8 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from environments.backends.local.environment import LocalConfig, LocalEnvironment
 from environments.errors import InvalidCommand, WorkdirNotFound
-from environments.local import LocalConfig, LocalEnvironment
 
 
 @pytest.fixture

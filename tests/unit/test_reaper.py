@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from environments.local import LocalConfig, LocalEnvironment
+from environments.backends.local.environment import LocalConfig, LocalEnvironment
 from environments.pool import SandboxPool
 from worker.reaper import Reaper
 
@@ -17,7 +17,7 @@ def test_reaper_closes_idle_sandboxes_and_sweeps_orphans(
 ) -> None:
     swept: list[float] = []
     monkeypatch.setattr(
-        LocalEnvironment, "reap_orphans", classmethod(lambda cls, idle: swept.append(idle) or [])
+        LocalEnvironment, "reap_orphans", classmethod(lambda cls, config, idle, keep: swept.append(idle) or [])
     )
     pool = SandboxPool(
         lambda backend, sid: LocalEnvironment(sid, LocalConfig(cwd=str(tmp_path))), idle_ttl=0.0

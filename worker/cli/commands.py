@@ -175,7 +175,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Backends, broker, ledger and configured MCP servers (from the snapshot: never connects)."""
-    from environments.factory import backend_availability, backend_names
+    from environments.registry import backend_availability, backend_names
 
     from ..broker import EmbeddedBroker
     from ..connection import display_url, resolve_ledger_url, url_scheme

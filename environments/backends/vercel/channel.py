@@ -20,7 +20,8 @@ import queue
 import threading
 from collections.abc import Callable
 
-from ...framing import read_line
+from environments.shell.framing import read_line
+
 from .sdk import Process, VercelApi
 
 LAUNCH = r"""
@@ -87,7 +88,7 @@ class StreamDecoder:
 
 
 class VercelShellChannel:
-    """:class:`~environments.shell.Channel` over the shell's SDK process.
+    """:class:`~environments.shell.session.Channel` over the shell's SDK process.
 
     ``on_close`` runs once in :meth:`close`, before the shell's stdin is closed and
     the process killed (the environment kills a wedged shell's tree there)."""

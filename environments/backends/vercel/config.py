@@ -7,19 +7,19 @@ import re
 from typing import Literal
 
 from pydantic import SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from environments.config import BackendConfig
 
 
-class VercelConfig(BaseSettings):
+class VercelConfig(BackendConfig):
     """One Vercel Sandbox per session. Defaults: no network, 2 vCPUs, 15 minutes at a time.
 
     Credentials, first found wins: ``token`` (+ ``team_id``, ``project_id``), ``oidc_token``,
     then -- unless ``read_vercel_env`` is off -- the SDK's own ``VERCEL_OIDC_TOKEN``, or
-    ``VERCEL_TOKEN`` with ``VERCEL_TEAM_ID`` and ``VERCEL_PROJECT_ID``. They are handed to the
-    SDK through its credentials factory only; they never reach a sandbox, a log or a receipt.
+    ``VERCEL_TOKEN`` with ``VERCEL_TEAM_ID`` and ``VERCEL_PROJECT_ID`` (the SDK's variables,
+    read by this backend's SDK adapter, never by the SDK itself). They are handed to the SDK
+    through its credentials factory only; they never reach a sandbox, a log or a receipt.
     """
-
-    model_config = SettingsConfigDict(env_prefix="SBX_VERCEL_SANDBOX_", extra="forbid", frozen=True)
 
     type: Literal["vercel_sandbox"] = "vercel_sandbox"
     base_url: str | None = None

@@ -6,9 +6,9 @@ created with no network unless an allowlist is configured, the configured
 vCPUs/memory and an execution time limit that :meth:`VercelEnvironment.touch`
 (and every call) extends while the session is in use. The session shell is one
 long-lived SDK process (:mod:`.channel`) carrying the framing of
-:mod:`environments.shell`; killing a timed-out command's process group,
+:mod:`environments.shell.session`; killing a timed-out command's process group,
 background processes and output windows go through the in-sandbox helper
-scripts of :mod:`environments.sandbox_scripts`, run as short SDK processes;
+scripts of :mod:`environments.shell.helper`, run as short SDK processes;
 files move through the SDK's filesystem API.
 
 A restarted worker finds the session's sandbox again by its name. A sandbox
@@ -27,11 +27,13 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
-from ... import sandbox_scripts as scripts
-from ...base import ExecResult
-from ...errors import SandboxDead, SandboxError, SandboxNotFound
-from ...shell import ShellResult, ShellSession
-from ...shell_environment import ShellEnvironment
+from environments.base import ExecResult
+from environments.config import BackendConfig, config_of
+from environments.errors import SandboxDead, SandboxError, SandboxNotFound
+from environments.shell import helper as scripts
+from environments.shell.environment import ShellEnvironment
+from environments.shell.session import ShellResult, ShellSession
+
 from .channel import VercelShellChannel, launch_args
 from .config import VercelConfig, sandbox_name
 from .sdk import Sandbox, VercelApi, resolve_credentials
@@ -62,12 +64,13 @@ class VercelEnvironment(scripts.HelperOps, ShellEnvironment):
     """One Vercel Sandbox per session; see the module docstring."""
 
     backend = "vercel_sandbox"
+    config_model = VercelConfig
     supports_pty: ClassVar[bool] = False
     """The SDK's pty is a WebSocket held by this worker; background processes must outlive it."""
 
-    def __init__(self, session_id: str, config: VercelConfig | None = None) -> None:
+    def __init__(self, session_id: str, config: BackendConfig | None = None) -> None:
         super().__init__(session_id)
-        self.config = config or VercelConfig()
+        self.config = config_of(VercelConfig, config)
         self.api = VercelApi(self.config)
         self.name = sandbox_name(session_id, self.config)
         self.where = f"Vercel sandbox {self.name}"
@@ -230,13 +233,15 @@ class VercelEnvironment(scripts.HelperOps, ShellEnvironment):
                 self.api.stop(sandbox)
 
     @classmethod
-    def reap_orphans(cls, max_idle: float) -> list[str]:
-        return reap_orphans(VercelConfig(), max_idle)
+    def reap_orphans(
+        cls, config: BackendConfig, max_idle: float, keep: Callable[[str], bool]
+    ) -> list[str]:
+        return reap_orphans(config_of(VercelConfig, config), max_idle, keep)
 
     @classmethod
-    def availability(cls) -> tuple[bool, str]:
+    def availability(cls, config: BackendConfig | None = None) -> tuple[bool, str]:
         try:
-            creds = resolve_credentials(VercelConfig())
+            creds = resolve_credentials(config_of(VercelConfig, config))
         except SandboxError as exc:
             return False, str(exc)
         return True, f"credentials for project {creds.project_id} (not checked with the service)"

@@ -42,14 +42,15 @@ from vercel.sandbox import (
 from vercel.sandbox.sync import SandboxServiceOptions as SyncServiceOptions
 from vercel.sandbox.sync import SyncProcess, SyncSandbox, SyncSandboxClient
 
-from ...errors import (
+from environments.errors import (
     AuthenticationFailed,
     CredentialsMissing,
     QuotaExceeded,
     SandboxNotFound,
     ServiceUnreachable,
 )
-from ...errors import SandboxError as SbxSandboxError
+from environments.errors import SandboxError as SbxSandboxError
+
 from .config import VercelConfig
 
 SDK_VERSION = "0.10.0"

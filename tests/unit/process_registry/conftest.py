@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from environments.local import LocalConfig, LocalEnvironment
+from environments.backends.local.environment import LocalConfig, LocalEnvironment
 from process_registry.registry import ProcessRegistry
 from tests.helpers import short_tmpdir
 

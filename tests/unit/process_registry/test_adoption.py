@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from environments.local import LocalEnvironment
+from environments.backends.local.environment import LocalEnvironment
 from environments.procinfo import boot_id, process_start_time
 from process_registry.checkpoints import CheckpointStore, adoptable
 from process_registry.models import PermissionDenied, ProcessRecord, WriterIdentity
@@ -181,7 +181,7 @@ _WORKER = textwrap.dedent(
     import sys
     from pathlib import Path
     sys.path.insert(0, {repo!r})
-    from environments.local import LocalEnvironment
+    from environments.backends.local.environment import LocalEnvironment
     from process_registry.registry import ProcessRegistry
     home, spool, gate = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     env = LocalEnvironment("s-owner")

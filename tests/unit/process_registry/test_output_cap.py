@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from environments import sandbox_scripts as scripts
+from environments.backends.local.environment import LocalEnvironment
 from environments.base import OUTPUT_ALIGN, Environment, discard_boundary
-from environments.local import LocalEnvironment
 from environments.procinfo import boot_id
+from environments.shell import helper as scripts
 from process_registry.checkpoints import CheckpointStore
 from process_registry.models import ProcessRecord, WriterIdentity
 from process_registry.output_cap import MIN_PROCESS_OUTPUT_CAP, lead_cut

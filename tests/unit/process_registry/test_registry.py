@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from environments.local import LocalEnvironment
+from environments.backends.local.environment import LocalEnvironment
 from process_registry.models import NotFound, PermissionDenied, ProcessRecord
 from process_registry.registry import ProcessRegistry
 from tests.helpers import files_containing, wait_until

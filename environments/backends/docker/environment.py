@@ -3,10 +3,10 @@
 Each session gets a container named after the session (and the settings that
 shaped it), labelled ``sbx=1``, ``sbx.session=<id>``, ``sbx.worker=<host:pid>``.
 The session shell is a single ``docker exec -i sh -s`` whose hijacked socket
-carries the framing of :mod:`environments.shell` (0.1-0.2 ms per call instead
+carries the framing of :mod:`environments.shell.session` (0.1-0.2 ms per call instead
 of ~80-100 ms for an exec per call). Everything else -- killing a timed-out
 command's process tree, background processes, files -- goes through short
-helper execs running the POSIX scripts of :mod:`environments.sandbox_scripts`,
+helper execs running the POSIX scripts of :mod:`environments.shell.helper`,
 so images with only busybox ``sh`` work.
 
 A restarted worker finds a session's container again by its name (the name is
@@ -24,19 +24,20 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from . import sandbox_scripts as scripts
-from .base import ExecResult
-from .docker_channel import DockerExecChannel
-from .errors import BackendUnavailable, SandboxDead, SandboxError
-from .shell import ShellResult, ShellSession
-from .shell_environment import ShellEnvironment
+from environments.backends.docker.channel import DockerExecChannel
+from environments.base import ExecResult
+from environments.config import BackendConfig, config_of
+from environments.errors import BackendUnavailable, SandboxDead, SandboxError
+from environments.shell import helper as scripts
+from environments.shell.environment import ShellEnvironment
+from environments.shell.session import ShellResult, ShellSession
 
 _VANISHED_NOTE = (
     "[sbx: the session's container was gone; a new one was created. "
@@ -51,10 +52,8 @@ _SHELLS = {
 _KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600; done"]
 
 
-class DockerConfig(BaseSettings):
+class DockerConfig(BackendConfig):
     """Settings of the docker backend (``SBX_DOCKER_*``). Defaults are the hardened ones."""
-
-    model_config = SettingsConfigDict(env_prefix="SBX_DOCKER_", extra="forbid", frozen=True)
 
     type: Literal["docker"] = "docker"
     image: str = "debian:bookworm-slim"
@@ -124,15 +123,16 @@ class DockerEnvironment(scripts.HelperOps, ShellEnvironment):
     """One container per session; see the module docstring."""
 
     backend = "docker"
+    config_model = DockerConfig
 
     def __init__(
         self,
         session_id: str,
-        config: DockerConfig | None = None,
+        config: BackendConfig | None = None,
         client: docker.DockerClient | None = None,
     ) -> None:
         super().__init__(session_id)
-        self.config = config or DockerConfig()
+        self.config = config_of(DockerConfig, config)
         self._api: Any = (client or docker_client(self.config.base_url)).api
         self.name = container_name(session_id, self.config)
         self.where = f"container {self.name}"
@@ -339,13 +339,21 @@ class DockerEnvironment(scripts.HelperOps, ShellEnvironment):
             self._cid = None
 
     @classmethod
-    def reap_orphans(cls, max_idle: float) -> list[str]:
-        return reap_orphans(max_idle)
+    def reap_orphans(
+        cls, config: BackendConfig, max_idle: float, keep: Callable[[str], bool]
+    ) -> list[str]:
+        cfg = config_of(DockerConfig, config)
+        return reap_orphans(
+            max_idle,
+            client=docker_client(cfg.base_url),
+            heartbeat_path=cfg.heartbeat_path,
+            keep=keep,
+        )
 
     @classmethod
-    def availability(cls) -> tuple[bool, str]:
+    def availability(cls, config: BackendConfig | None = None) -> tuple[bool, str]:
         try:
-            docker_client(DockerConfig().base_url).ping()
+            docker_client(config_of(DockerConfig, config).base_url).ping()
         except Exception as exc:
             return False, f"docker engine not reachable: {exc}"
         return True, "ok"
@@ -388,11 +396,13 @@ def reap_orphans(
     client: docker.DockerClient | None = None,
     labels: dict[str, str] | None = None,
     heartbeat_path: str = DockerConfig.model_fields["heartbeat_path"].default,
+    keep: Callable[[str], bool] | None = None,
 ) -> list[str]:
     """Remove sbx containers (running ones included) idle for more than ``max_idle`` seconds.
 
     ``labels`` narrows the sweep (for example to one worker's containers); ``now``
-    is wall-clock seconds since the epoch. Returns the names removed.
+    is wall-clock seconds since the epoch; a container whose session ``keep``
+    claims stays. Returns the names removed.
     """
     api: Any = (client or docker_client()).api
     now = time.time() if now is None else now
@@ -402,6 +412,9 @@ def reap_orphans(
         try:
             info = api.inspect_container(summary["Id"])
         except NotFound:
+            continue
+        session = (info.get("Config", {}).get("Labels") or {}).get("sbx.session", "")
+        if keep is not None and session and keep(session):
             continue
         if now - last_activity(api, info, heartbeat_path) <= max_idle:
             continue

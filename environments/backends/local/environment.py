@@ -17,19 +17,20 @@ from pathlib import Path
 from typing import Literal, cast
 
 import psutil
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .base import (
+from environments.backends.local import pty
+from environments.base import (
     OUTPUT_ALIGN,
     HeadTrim,
     SpawnedProcess,
     discard_boundary,
 )
-from .errors import BackendUnavailable, WorkdirNotFound
-from .procinfo import process_start_time
-from .sanitize import sandbox_environment
-from .shell import ShellSession
-from .shell_environment import ShellEnvironment
+from environments.config import BackendConfig, config_of
+from environments.errors import BackendUnavailable, WorkdirNotFound
+from environments.procinfo import boot_id, process_start_time
+from environments.sanitize import sandbox_environment
+from environments.shell.environment import ShellEnvironment
+from environments.shell.session import ShellSession
 
 _READ_SIZE = 1 << 16
 _FALLOC_FL_KEEP_SIZE = 0x01
@@ -78,10 +79,8 @@ def _can_punch(directory: str) -> bool:
             os.unlink(scratch)
 
 
-class LocalConfig(BaseSettings):
+class LocalConfig(BackendConfig):
     """Settings of the local backend (``SBX_LOCAL_*``)."""
-
-    model_config = SettingsConfigDict(env_prefix="SBX_LOCAL_", extra="forbid", frozen=True)
 
     type: Literal["local"] = "local"
     cwd: str | None = None
@@ -180,10 +179,14 @@ class LocalEnvironment(ShellEnvironment):
     """Runs the session shell as a child process of the worker."""
 
     backend = "local"
+    config_model = LocalConfig
+    supports_pty = True
+    processes_on_worker_host = True
+    can_punch_holes = True
 
-    def __init__(self, session_id: str, config: LocalConfig | None = None) -> None:
+    def __init__(self, session_id: str, config: BackendConfig | None = None) -> None:
         super().__init__(session_id)
-        self.config = config or LocalConfig()
+        self.config = config_of(LocalConfig, config)
         shell = shutil.which(self.config.shell) or shutil.which("sh")
         if shell is None:
             raise BackendUnavailable("no POSIX shell found on PATH")
@@ -260,6 +263,30 @@ class LocalEnvironment(ShellEnvironment):
             status_path=status_path,
         )
 
+    def spawn_on_pty(
+        self,
+        command: str,
+        *,
+        output_path: str,
+        status_path: str,
+        workdir: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> SpawnedProcess:
+        return pty.spawn_on_pty(
+            self,
+            command,
+            output_path=output_path,
+            status_path=status_path,
+            workdir=workdir,
+            extra_env=env,
+        )
+
+    def write_input(self, process: SpawnedProcess, data: bytes) -> int:
+        return pty.write_input(process.output_path, data)
+
+    def boot_id(self) -> str | None:
+        return boot_id()
+
     def is_running(self, process: SpawnedProcess) -> bool:
         start = process_start_time(process.pid)
         if start is None or (process.start_time is not None and start != process.start_time):
@@ -334,7 +361,7 @@ class LocalEnvironment(ShellEnvironment):
         self.shell.close()
 
     @classmethod
-    def availability(cls) -> tuple[bool, str]:
+    def availability(cls, config: BackendConfig | None = None) -> tuple[bool, str]:
         if shutil.which("bash") or shutil.which("sh"):
             return True, "ok"
         return False, "no POSIX shell on PATH"

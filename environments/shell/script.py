@@ -23,7 +23,7 @@ parent reports it as before.
 
 from __future__ import annotations
 
-from .framing import shell_quote
+from environments.shell.framing import shell_quote
 
 _TEMPLATE = r"""
 exec 2>/dev/null

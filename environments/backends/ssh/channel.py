@@ -1,6 +1,6 @@
 """asyncssh plumbing for the ssh backend: an event loop thread, pooled connections, channels.
 
-asyncssh is asyncio-only while :class:`~environments.shell.ShellSession` is
+asyncssh is asyncio-only while :class:`~environments.shell.session.ShellSession` is
 synchronous. One daemon thread runs an event loop for the whole process;
 sandboxes talk to it with ``run_coroutine_threadsafe`` (setup, helper
 commands) and, on the hot path, with ``call_soon_threadsafe`` plus a
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import asyncssh
 
-from .framing import read_line
+from environments.shell.framing import read_line
 
 T = TypeVar("T")
 _READ_SIZE = 1 << 16
@@ -139,7 +139,7 @@ POOL = ConnectionPool()
 
 
 class SSHProcessChannel:
-    """:class:`~environments.shell.Channel` over an asyncssh process (stdin and stdout).
+    """:class:`~environments.shell.session.Channel` over an asyncssh process (stdin and stdout).
 
     A reader task on the loop moves stdout chunks into a queue; ``b""`` marks EOF.
     Writes are handed to the loop without waiting: a failed write shows up as EOF.

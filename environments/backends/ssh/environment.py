@@ -4,10 +4,10 @@ Host keys are always verified against ``known_hosts`` (``SBX_SSH_KNOWN_HOSTS``):
 an unknown or changed key is a :class:`HostKeyNotVerified` error, never
 accepted silently. Authentication uses ``key_file`` and/or the SSH agent.
 Connections are reused across sessions with a cap on channels per connection
-(:mod:`environments.ssh_channel`), with keepalives so a dead peer is noticed.
+(:mod:`environments.backends.ssh.channel`), with keepalives so a dead peer is noticed.
 
 Each session holds one channel running ``sh -s`` driven by
-:class:`~environments.shell.ShellSession`. A timeout kills the command's
+:class:`~environments.shell.session.ShellSession`. A timeout kills the command's
 process tree on the remote host over a second channel. When the connection
 drops, the next call reconnects and the session's cwd and exported variables
 are replayed into the new shell (``ExecResult.shell_restarted`` says so).
@@ -22,14 +22,20 @@ from typing import Any, Literal
 
 import asyncssh
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from . import sandbox_scripts as scripts
-from .errors import BackendUnavailable, SandboxDead, SandboxError
-from .framing import shell_quote
-from .shell import ShellSession
-from .shell_environment import ShellEnvironment
-from .ssh_channel import LOOP, POOL, ConnectionKey, PooledConnection, SSHProcessChannel
+from environments.backends.ssh.channel import (
+    LOOP,
+    POOL,
+    ConnectionKey,
+    PooledConnection,
+    SSHProcessChannel,
+)
+from environments.config import BackendConfig, config_of
+from environments.errors import BackendUnavailable, SandboxDead, SandboxError
+from environments.shell import helper as scripts
+from environments.shell.environment import ShellEnvironment
+from environments.shell.framing import shell_quote
+from environments.shell.session import ShellSession
 
 _SHELLS = {
     "sh": "exec sh -s",
@@ -42,10 +48,8 @@ class HostKeyNotVerified(SandboxError, ConnectionError):
     """The server's host key is not in known_hosts, or differs from the one there."""
 
 
-class SSHConfig(BaseSettings):
+class SSHConfig(BackendConfig):
     """Settings of the ssh backend (``SBX_SSH_*``)."""
-
-    model_config = SettingsConfigDict(env_prefix="SBX_SSH_", extra="forbid", frozen=True)
 
     type: Literal["ssh"] = "ssh"
     host: str | None = None
@@ -109,10 +113,11 @@ class SSHEnvironment(scripts.HelperOps, ShellEnvironment):
     """One session shell on a remote host; see the module docstring."""
 
     backend = "ssh"
+    config_model = SSHConfig
 
-    def __init__(self, session_id: str, config: SSHConfig | None = None) -> None:
+    def __init__(self, session_id: str, config: BackendConfig | None = None) -> None:
         super().__init__(session_id)
-        self.config = config or SSHConfig()
+        self.config = config_of(SSHConfig, config)
         self._key = self.config.key()
         if not os.path.exists(self._key.known_hosts):
             raise BackendUnavailable(
@@ -237,10 +242,9 @@ class SSHEnvironment(scripts.HelperOps, ShellEnvironment):
         self._channel = None
 
     @classmethod
-    def availability(cls) -> tuple[bool, str]:
+    def availability(cls, config: BackendConfig | None = None) -> tuple[bool, str]:
         try:
-            config = SSHConfig()
-            key = config.key()
+            key = config_of(SSHConfig, config).key()
         except (BackendUnavailable, ValueError) as exc:
             return False, str(exc)
         if not os.path.exists(key.known_hosts):

@@ -1,4 +1,4 @@
-"""A :class:`~environments.shell.Channel` over one attached ``docker exec``.
+"""A :class:`~environments.shell.session.Channel` over one attached ``docker exec``.
 
 Docker multiplexes a non-TTY exec's stdout and stderr on the hijacked HTTP
 connection as frames: an 8-byte header (stream type, three zero bytes, the
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .framing import read_line
+from environments.shell.framing import read_line
 
 _HEADER = struct.Struct(">BxxxI")
 _STDOUT = 1

@@ -32,11 +32,11 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-from .base import SpawnedProcess
-from .procinfo import process_start_time
+from environments.base import SpawnedProcess
+from environments.procinfo import process_start_time
 
 if TYPE_CHECKING:
-    from .local import LocalEnvironment
+    from environments.backends.local.environment import LocalEnvironment
 
 _RELAY = r"""
 import fcntl, os, select, signal, sys, termios

@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 import time
 
-from .base import Environment, ExecResult
-from .shell import ShellResult, ShellSession
+from environments.base import Environment, ExecResult
+from environments.shell.session import ShellResult, ShellSession
 
 
 class ShellEnvironment(Environment):

@@ -3,7 +3,7 @@
 :class:`ShellSession` owns one shell process reached through a
 :class:`Channel` -- local pipes, a docker attach socket, an SSH channel, an
 SDK process stream -- and runs commands in it with the framing of
-:mod:`environments.framing`. The session's cwd and exported environment
+:mod:`environments.shell.framing`. The session's cwd and exported environment
 persist between commands; a dead shell is restarted and its state replayed.
 """
 
@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .base import ExecResult
-from .errors import InvalidCommand, SandboxDead, WorkdirNotFound
-from .framing import (
+from environments.base import ExecResult
+from environments.errors import InvalidCommand, SandboxDead, WorkdirNotFound
+from environments.shell.framing import (
     KIND_CWD,
     KIND_END,
     KIND_ENV,
@@ -35,8 +35,8 @@ from .framing import (
     parse_export_dump,
     shell_quote,
 )
-from .output import OutputCapture
-from .shell_script import SHELL_MANAGED, bootstrap_script, restore_lines, run_line
+from environments.shell.output import OutputCapture
+from environments.shell.script import SHELL_MANAGED, bootstrap_script, restore_lines, run_line
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TIMEOUT_EXIT_CODE = 124

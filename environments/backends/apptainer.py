@@ -7,7 +7,7 @@ or a ``docker://`` reference (apptainer builds it on first use). The session
 shell is ``apptainer exec instance://NAME sh -s`` over pipes; the instance
 has its own pid namespace, so killing a timed-out command's tree, probing
 background processes and moving files all run inside the instance through
-short ``apptainer exec`` helpers (:mod:`environments.sandbox_scripts`).
+short ``apptainer exec`` helpers (:mod:`environments.shell.helper`).
 ``close`` stops the instance.
 """
 
@@ -21,25 +21,22 @@ import shutil
 import subprocess
 from typing import Literal
 
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from . import sandbox_scripts as scripts
-from .base import ExecResult
-from .errors import BackendUnavailable, SandboxDead, SandboxError
-from .local import PipeChannel
-from .sanitize import sandbox_environment
-from .shell import ShellResult, ShellSession
-from .shell_environment import ShellEnvironment
+from environments.backends.local.environment import PipeChannel
+from environments.base import ExecResult
+from environments.config import BackendConfig, config_of
+from environments.errors import BackendUnavailable, SandboxDead, SandboxError
+from environments.sanitize import sandbox_environment
+from environments.shell import helper as scripts
+from environments.shell.environment import ShellEnvironment
+from environments.shell.session import ShellResult, ShellSession
 
 _SHELLS = {"sh": ["sh", "-s"], "bash": ["bash", "--noprofile", "--norc", "-s"]}
 
 
-class ApptainerConfig(BaseSettings):
-    """Settings of the apptainer backend (``SBX_APPTAINER_*``)."""
+class ApptainerConfig(BackendConfig):
+    """Settings of the apptainer backend (``SBX_APPTAINER_*``; ``singularity`` is an alias)."""
 
-    model_config = SettingsConfigDict(env_prefix="SBX_APPTAINER_", extra="forbid", frozen=True)
-
-    type: Literal["apptainer", "singularity"] = "apptainer"
+    type: Literal["apptainer"] = "apptainer"
     image: str | None = None
     """``.sif`` file, sandbox directory or ``docker://`` reference."""
     binary: str | None = None
@@ -72,10 +69,11 @@ class ApptainerEnvironment(scripts.HelperOps, ShellEnvironment):
     """One apptainer instance per session; see the module docstring."""
 
     backend = "apptainer"
+    config_model = ApptainerConfig
 
-    def __init__(self, session_id: str, config: ApptainerConfig | None = None) -> None:
+    def __init__(self, session_id: str, config: BackendConfig | None = None) -> None:
         super().__init__(session_id)
-        self.config = config or ApptainerConfig()
+        self.config = config_of(ApptainerConfig, config)
         if not self.config.image:
             raise BackendUnavailable("no image configured (set SBX_APPTAINER_IMAGE)")
         self._binary = self.config.executable()
@@ -179,9 +177,9 @@ class ApptainerEnvironment(scripts.HelperOps, ShellEnvironment):
             self._started = False
 
     @classmethod
-    def availability(cls) -> tuple[bool, str]:
+    def availability(cls, config: BackendConfig | None = None) -> tuple[bool, str]:
         try:
-            config = ApptainerConfig()
+            config = config_of(ApptainerConfig, config)
             binary = config.executable()
         except (BackendUnavailable, ValueError) as exc:
             return False, str(exc)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .base import OUTPUT_ALIGN, HeadTrim, SpawnedProcess
-from .errors import SandboxDead, SandboxError, WorkdirNotFound
-from .framing import shell_quote
-from .shell import ShellSession
+from environments.base import OUTPUT_ALIGN, HeadTrim, SpawnedProcess
+from environments.errors import SandboxDead, SandboxError, WorkdirNotFound
+from environments.shell.framing import shell_quote
+from environments.shell.session import ShellSession
 
 KILL_TREE = r"""
 sig=$1; root=$2; shift 2
@@ -204,7 +204,7 @@ def kill_tree(
     pgid: int,
     signum: int,
 ) -> None:
-    """``kill_group`` for :class:`~environments.shell.ShellSession` through a helper runner.
+    """``kill_group`` for :class:`~environments.shell.session.ShellSession` through a helper runner.
 
     ``memory`` keeps, per group, the pids seen by earlier passes: once TERM killed
     the subshell its TERM-ignoring children are reparented and only found that way.
@@ -243,11 +243,12 @@ class HelperOps:
     by running :data:`SPAWN`, :data:`STAT`... there through ``_helper``.
 
     Mixed into an :class:`~environments.base.Environment` that has a ``shell``
-    (:class:`~environments.shell.ShellSession`) and implements ``_helper``.
+    (:class:`~environments.shell.session.ShellSession`) and implements ``_helper``.
     """
 
     shell: ShellSession
     where: str = "the sandbox"
+    can_punch_holes = True
 
     def _helper(
         self, script: str, args: list[str], stdin: bytes | None = None
