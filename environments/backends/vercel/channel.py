@@ -20,7 +20,7 @@ import queue
 import threading
 from collections.abc import Callable
 
-from environments.shell.framing import read_line
+from environments.shell.queued import QueuedOutput
 
 from .sdk import Process, VercelApi
 
@@ -96,9 +96,7 @@ class VercelShellChannel:
     def __init__(self, api: VercelApi, process: Process) -> None:
         self._api = api
         self.process = process
-        self._queue: queue.SimpleQueue[bytes] = queue.SimpleQueue()
-        self._pending = b""
-        self._eof = False
+        self._output = QueuedOutput()
         self._closed = False
         self._ended = threading.Event()
         self.decoder = StreamDecoder()
@@ -116,10 +114,10 @@ class VercelShellChannel:
             for text in self._api.logs(self.process):
                 data = self.decoder.feed(text)
                 if data:
-                    self._queue.put(data)
+                    self._output.put(data)
         finally:
             self._ended.set()
-            self._queue.put(b"")
+            self._output.put(b"")
 
     def _writer(self) -> None:
         while (data := self._writes.get()) is not None:
@@ -129,49 +127,28 @@ class VercelShellChannel:
                 # The shell is gone: the reader sees the end of the stream (nothing of
                 # this input ran, which ShellSession handles as a dead shell).
                 self._ended.set()
-                self._queue.put(b"")
+                self._output.put(b"")
                 return
 
     def write(self, data: bytes) -> None:
         """Queue ``data`` for the shell's stdin; ``BrokenPipeError`` once the stream ended.
 
         A write that fails later ends the stream as EOF does."""
-        if self._closed or self._eof or self._ended.is_set():
+        if self._closed or self._output.eof or self._ended.is_set():
             raise BrokenPipeError("the session shell's stream has ended")
         self._writes.put(data)
 
     def read(self, timeout: float | None) -> bytes | None:
-        if self._pending:
-            data, self._pending = self._pending, b""
-            return data
-        if self._eof:
-            return b""
-        try:
-            first = self._queue.get(timeout=timeout) if timeout != 0 else self._queue.get_nowait()
-        except queue.Empty:
-            return None
-        chunks = [first]
-        while first:  # coalesce what is already there
-            try:
-                more = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            chunks.append(more)
-            if not more:
-                break
-        if not chunks[-1]:
-            self._eof = True
-        return b"".join(chunks)
+        return self._output.read(timeout)
 
     def read_line(self, timeout: float) -> bytes:
         """The first line of output (without its newline); later reads return what follows it."""
-        line, self._pending = read_line(self.read, timeout)
-        return line
+        return self._output.read_line(timeout)
 
     @property
     def peer_gone(self) -> bool:
         """True once the shell's process ended (its log stream closed)."""
-        return self._eof or self._closed or self._ended.is_set()
+        return self._output.eof or self._closed or self._ended.is_set()
 
     def close(self) -> None:
         if self._closed:
