@@ -55,3 +55,16 @@ class QueuedOutput:
         """The first line (without its newline); later reads return what follows it."""
         line, self._pending = read_line(self.read, timeout)
         return line
+
+
+class QueuedReads:
+    """``read``/``read_line`` of a channel whose output a producer puts into ``_output``."""
+
+    _output: QueuedOutput
+
+    def read(self, timeout: float | None) -> bytes | None:
+        return self._output.read(timeout)
+
+    def read_line(self, timeout: float) -> bytes:
+        """The first line of output (without its newline); later reads return what follows it."""
+        return self._output.read_line(timeout)

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import asyncssh
 
-from environments.shell.queued import QueuedOutput
+from environments.shell.queued import QueuedOutput, QueuedReads
 
 T = TypeVar("T")
 _READ_SIZE = 1 << 16
@@ -137,7 +137,7 @@ class ConnectionPool:
 POOL = ConnectionPool()
 
 
-class SSHProcessChannel:
+class SSHProcessChannel(QueuedReads):
     """:class:`~environments.shell.session.Channel` over an asyncssh process (stdin and stdout).
 
     A reader task on the loop moves stdout chunks into a queue; ``b""`` marks EOF.
@@ -176,13 +176,6 @@ class SSHProcessChannel:
         if self._closed or self._output.eof or self._process.channel.is_closing():
             raise BrokenPipeError("ssh channel is closed")
         self._loop.call_soon_threadsafe(self._write_now, data)
-
-    def read(self, timeout: float | None) -> bytes | None:
-        return self._output.read(timeout)
-
-    def read_line(self, timeout: float) -> bytes:
-        """The first line of output (without its newline); later reads return what follows it."""
-        return self._output.read_line(timeout)
 
     @property
     def peer_gone(self) -> bool:

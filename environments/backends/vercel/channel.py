@@ -20,7 +20,7 @@ import queue
 import threading
 from collections.abc import Callable
 
-from environments.shell.queued import QueuedOutput
+from environments.shell.queued import QueuedOutput, QueuedReads
 
 from .sdk import Process, VercelApi
 
@@ -87,7 +87,7 @@ class StreamDecoder:
         return bytes(out)
 
 
-class VercelShellChannel:
+class VercelShellChannel(QueuedReads):
     """:class:`~environments.shell.session.Channel` over the shell's SDK process.
 
     ``on_close`` runs once in :meth:`close`, before the shell's stdin is closed and
@@ -137,13 +137,6 @@ class VercelShellChannel:
         if self._closed or self._output.eof or self._ended.is_set():
             raise BrokenPipeError("the session shell's stream has ended")
         self._writes.put(data)
-
-    def read(self, timeout: float | None) -> bytes | None:
-        return self._output.read(timeout)
-
-    def read_line(self, timeout: float) -> bytes:
-        """The first line of output (without its newline); later reads return what follows it."""
-        return self._output.read_line(timeout)
 
     @property
     def peer_gone(self) -> bool:
