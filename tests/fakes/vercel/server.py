@@ -68,16 +68,16 @@ class Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, data: Any) -> None:
         self._send(status, json.dumps(data).encode())
 
-    def _stream(self, records: Iterator[dict[str, Any]]) -> None:
+    def _stream(self, records: Iterator[list[dict[str, Any]]]) -> None:
+        """An NDJSON response, one chunk per batch of records."""
         self.send_response(200)
         self.send_header("content-type", "application/x-ndjson")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         try:
-            for record in records:
-                line = json.dumps(record).encode() + b"\n"
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
-                self.wfile.flush()
+            for batch in records:
+                data = b"".join(json.dumps(record).encode() + b"\n" for record in batch)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.write(b"0\r\n\r\n")
         except OSError:
             self.close_connection = True
@@ -201,8 +201,9 @@ class Handler(BaseHTTPRequestHandler):
         self._json(200, {})
 
 
-def _log_records(command: Command) -> Iterator[dict[str, Any]]:
-    """Every log record of ``command`` from the first, following it until it is done."""
+def _log_records(command: Command) -> Iterator[list[dict[str, Any]]]:
+    """Every log record of ``command`` from the first, following it until it is done, in
+    batches of what arrived together."""
     sent = 0
     while True:
         with command.cond:
@@ -210,15 +211,16 @@ def _log_records(command: Command) -> Iterator[dict[str, Any]]:
             batch = command.logs[sent:]
             done = command.done
         sent += len(batch)
-        yield from batch
-        if done and not batch:
+        if batch:
+            yield batch
+        elif done:
             return
 
 
-def _run_records(command: Command) -> Iterator[dict[str, Any]]:
-    yield {"command": command.payload()}
+def _run_records(command: Command) -> Iterator[list[dict[str, Any]]]:
+    yield [{"command": command.payload()}]
     yield from _log_records(command)
-    yield {"command": command.payload()}
+    yield [{"command": command.payload()}]
 
 
 Action = Callable[[Handler, dict[str, str], dict[str, str], Any], None]
