@@ -29,12 +29,12 @@ from bench.stats import Timing, measure, report
 from environments.backends.local.environment import LocalEnvironment
 from process_registry.models import Receipt
 from process_registry.receipts import ReceiptStore
-from process_registry.registry import ProcessRegistry
+from process_registry.table import ProcessTable
 
 SESSION = "bench"
 
 
-class StampedRegistry(ProcessRegistry):
+class StampedRegistry(ProcessTable):
     """Records when the watcher noticed each exit (before the receipt is written)."""
 
     noticed: dict[str, float]

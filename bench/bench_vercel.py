@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     sbx, base = result["timings"]
     create: Timing = result["create"]
     if args.json:
-        doc = {
+        doc: dict[str, Any] = {
             t.name: {"p50": t.p50, "p95": t.p95, "n": len(t.samples)}
             for t in [*result["timings"], create]
         }

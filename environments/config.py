@@ -23,7 +23,9 @@ class BackendConfig(BaseModel):
     type: str = ""
 
     def public_view(self) -> dict[str, Any]:
-        """The effective values as JSON-ready data, secrets masked."""
+        """The effective values as JSON-ready data, secrets masked (``SecretStr`` fields,
+        and the values of an ``env`` mapping: variables given to a sandbox often hold
+        credentials)."""
         view: dict[str, Any] = _mask(self.model_dump(mode="python"))
         return view
 
@@ -32,7 +34,11 @@ def _mask(value: Any) -> Any:
     if isinstance(value, SecretStr):
         return "**********" if value.get_secret_value() else ""
     if isinstance(value, dict):
-        return {str(k): _mask(v) for k, v in value.items()}
+        return {
+            str(k): {str(n): "**********" for n in v} if k == "env" and isinstance(v, dict)
+            else _mask(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [_mask(v) for v in value]
     if isinstance(value, str | int | float | bool) or value is None:

@@ -23,7 +23,7 @@ EXIT_NOT_FOUND = 4
 class SbxError(Exception):
     """Root of every error sbx raises; ``status`` and ``exit_code`` say how it is reported."""
 
-    status: ClassVar[str] = "error"
+    status: str = "error"
     exit_code: ClassVar[int] = EXIT_FAILURE
 
 

@@ -63,7 +63,7 @@ class SandboxPool:
         return backend_class(backend)(session_id, self.config_for(backend))
 
     @contextlib.contextmanager
-    def session(self, session_id: str, backend: str) -> Iterator[Environment]:
+    def use(self, session_id: str, backend: str) -> Iterator[Environment]:
         """Exclusive use of the session's sandbox for the duration of the block."""
         key = (session_id, backend)
         with self._guard:

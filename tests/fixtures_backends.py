@@ -1,6 +1,6 @@
 """Fixtures that give tests real sandbox backends: local, docker, ssh, apptainer stand-in.
 
-Registered from tests/conftest.py (``pytest_plugins``). Services that cannot be
+Registered from tests/conftest.py (``pytest_plugins``). WorkerRuntime that cannot be
 reached are a *failure* in CI (``CI`` set) and a skip with the reason locally:
 
 * docker: a Docker engine with the images built by ``tests/services/docker.sh``;

@@ -27,8 +27,8 @@ from environments.config import BackendConfig, config_of
 from environments.errors import BackendUnavailable, SandboxDead, SandboxError
 from environments.sanitize import sandbox_environment
 from environments.shell import helper as scripts
+from environments.shell.driver import SessionShell, ShellResult
 from environments.shell.environment import ShellEnvironment
-from environments.shell.session import ShellResult, ShellSession
 
 _SHELLS = {"sh": ["sh", "-s"], "bash": ["bash", "--noprofile", "--norc", "-s"]}
 
@@ -84,7 +84,7 @@ class ApptainerEnvironment(scripts.HelperOps, ShellEnvironment):
         self._client_env = sandbox_environment(os.environ)
         self._started = False
         self._killed: dict[int, set[int]] = {}
-        self.shell = ShellSession(self._open, self._kill_group, kill_grace=self.config.kill_grace)
+        self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)
 
     @property
     def sandbox_id(self) -> str:

@@ -13,13 +13,13 @@ import threading
 import time
 
 from environments.base import Environment, ExecResult
-from environments.shell.session import ShellResult, ShellSession
+from environments.shell.driver import SessionShell, ShellResult
 
 
 class ShellEnvironment(Environment):
     """An :class:`Environment` whose commands run in one long-lived session shell."""
 
-    shell: ShellSession
+    shell: SessionShell
     _killed: dict[int, set[int]]
 
     def exec(
@@ -35,7 +35,7 @@ class ShellEnvironment(Environment):
         started = time.monotonic()
         self._before_exec()
         self._killed.clear()
-        # ShellSession.run itself replaces a shell found dead before the command started.
+        # SessionShell.run itself replaces a shell found dead before the command started.
         result = self.shell.run(
             command,
             workdir=workdir,

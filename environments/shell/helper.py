@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from environments.base import OUTPUT_ALIGN, HeadTrim, SpawnedProcess
 from environments.errors import SandboxDead, SandboxError, WorkdirNotFound
+from environments.shell.driver import SessionShell
 from environments.shell.framing import shell_quote
-from environments.shell.session import ShellSession
 
 KILL_TREE = r"""
 sig=$1; root=$2; shift 2
@@ -204,12 +204,12 @@ def kill_tree(
     pgid: int,
     signum: int,
 ) -> None:
-    """``kill_group`` for :class:`~environments.shell.session.ShellSession` through a helper runner.
+    """``kill_group`` for :class:`~environments.shell.driver.SessionShell` through a helper runner.
 
     ``memory`` keeps, per group, the pids seen by earlier passes: once TERM killed
     the subshell its TERM-ignoring children are reparented and only found that way.
     Raises ``ProcessLookupError`` when nothing of the tree is alive (the contract
-    ShellSession relies on when it probes with signal 0).
+    SessionShell relies on when it probes with signal 0).
     """
     known = memory.setdefault(pgid, set())
     _, out = helper(KILL_TREE, [str(signum), str(pgid), *map(str, sorted(known - {pgid}))])
@@ -243,10 +243,10 @@ class HelperOps:
     by running :data:`SPAWN`, :data:`STAT`... there through ``_helper``.
 
     Mixed into an :class:`~environments.base.Environment` that has a ``shell``
-    (:class:`~environments.shell.session.ShellSession`) and implements ``_helper``.
+    (:class:`~environments.shell.driver.SessionShell`) and implements ``_helper``.
     """
 
-    shell: ShellSession
+    shell: SessionShell
     where: str = "the sandbox"
     can_punch_holes = True
 

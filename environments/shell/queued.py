@@ -2,7 +2,7 @@
 
 Channels whose output arrives on another thread or an event loop (an SSH
 channel, an SDK's log stream) put each chunk into a :class:`QueuedOutput`;
-:meth:`QueuedOutput.read` is then their :meth:`~environments.shell.session.Channel.read`.
+:meth:`QueuedOutput.read` is then their :meth:`~environments.shell.driver.Channel.read`.
 """
 
 from __future__ import annotations

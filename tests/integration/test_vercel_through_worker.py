@@ -10,43 +10,26 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import settings_for
+from tests.fixtures_workers import settings_for
 from tests.helpers import files_containing, require_module
 from worker.client import SandboxClient
 
 require_module("vercel.sandbox", "pip install 'sbx[vercel]'")
 
 
-# The worker's Settings do not build backend configs yet (SBX_<BACKEND>_* / config.yaml):
-# until they do, this start-up hook makes the fake's settings the backend's defaults in the
-# worker process, which is what its sandbox pool creates sandboxes with.
-_SHIM = """
-import json, os
-from environments.backends.vercel import environment as _environment
-from environments.backends.vercel.config import VercelConfig as _Base
-_settings = json.loads(os.environ.pop("SBX_TEST_VERCEL_CONFIG"))
-class FakeVercelConfig(_Base):
-    def __init__(self, **values):
-        super().__init__(**{**_settings, **values})
-_environment.VercelEnvironment.config_model = FakeVercelConfig
-"""
-
-
 @pytest.fixture
-def vercel_client(fake_vercel: Any, sbx_home: Path, start_worker: Any, tmp_path: Path) -> Any:
+def vercel_client(fake_vercel: Any, sbx_home: Path, start_worker: Any) -> Any:
     from tests.fakes.vercel import PROJECT_ID, TEAM_ID, TOKEN
-    from tests.helpers import REPO
 
-    (tmp_path / "sitecustomize.py").write_text(_SHIM)
-    settings = {
-        "base_url": fake_vercel.base_url,
-        "token": TOKEN,
-        "team_id": TEAM_ID,
-        "project_id": PROJECT_ID,
-        "read_vercel_env": False,
-        "kill_grace": 0.5,
-    }
-    start_worker(None, PYTHONPATH=f"{tmp_path}:{REPO}", SBX_TEST_VERCEL_CONFIG=json.dumps(settings))
+    start_worker(
+        None,
+        SBX_VERCEL_SANDBOX_BASE_URL=fake_vercel.base_url,
+        SBX_VERCEL_SANDBOX_TOKEN=TOKEN,
+        SBX_VERCEL_SANDBOX_TEAM_ID=TEAM_ID,
+        SBX_VERCEL_SANDBOX_PROJECT_ID=PROJECT_ID,
+        SBX_VERCEL_SANDBOX_READ_VERCEL_ENV="false",
+        SBX_VERCEL_SANDBOX_KILL_GRACE="0.5",
+    )
     client = SandboxClient(
         session_id="vsess", backend="vercel_sandbox", settings=settings_for(sbx_home, None)
     )

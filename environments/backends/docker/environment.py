@@ -3,7 +3,7 @@
 Each session gets a container named after the session (and the settings that
 shaped it), labelled ``sbx=1``, ``sbx.session=<id>``, ``sbx.worker=<host:pid>``.
 The session shell is a single ``docker exec -i sh -s`` whose hijacked socket
-carries the framing of :mod:`environments.shell.session` (0.1-0.2 ms per call instead
+carries the framing of :mod:`environments.shell.driver` (0.1-0.2 ms per call instead
 of ~80-100 ms for an exec per call). Everything else -- killing a timed-out
 command's process tree, background processes, files -- goes through short
 helper execs running the POSIX scripts of :mod:`environments.shell.helper`,
@@ -36,8 +36,8 @@ from environments.base import ExecResult
 from environments.config import BackendConfig, config_of
 from environments.errors import BackendUnavailable, SandboxDead, SandboxError
 from environments.shell import helper as scripts
+from environments.shell.driver import SessionShell, ShellResult
 from environments.shell.environment import ShellEnvironment
-from environments.shell.session import ShellResult, ShellSession
 
 _VANISHED_NOTE = (
     "[sbx: the session's container was gone; a new one was created. "
@@ -142,7 +142,7 @@ class DockerEnvironment(scripts.HelperOps, ShellEnvironment):
         self._channel: DockerExecChannel | None = None
         self._killed: dict[int, set[int]] = {}
         self._last_heartbeat = time.monotonic()
-        self.shell = ShellSession(self._open, self._kill_group, kill_grace=self.config.kill_grace)
+        self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)
 
     # -- the container ---------------------------------------------------------
 

@@ -29,8 +29,8 @@ from environments.config import BackendConfig, config_of
 from environments.errors import BackendUnavailable, WorkdirNotFound
 from environments.procinfo import boot_id, process_start_time
 from environments.sanitize import sandbox_environment
+from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
-from environments.shell.session import ShellSession
 
 _READ_SIZE = 1 << 16
 _FALLOC_FL_KEEP_SIZE = 0x01
@@ -197,7 +197,7 @@ class LocalEnvironment(ShellEnvironment):
         self._env = sandbox_environment(os.environ, self.config.forward_env)
         self._killed: dict[int, set[int]] = {}
         self._channel: PipeChannel | None = None
-        self.shell = ShellSession(self._open, self._kill_group, kill_grace=self.config.kill_grace)
+        self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)
 
     def _open(self) -> PipeChannel:
         self._channel = PipeChannel(self._argv, self._env, self._cwd)

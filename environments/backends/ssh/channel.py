@@ -1,6 +1,6 @@
 """asyncssh plumbing for the ssh backend: an event loop thread, pooled connections, channels.
 
-asyncssh is asyncio-only while :class:`~environments.shell.session.ShellSession` is
+asyncssh is asyncio-only while :class:`~environments.shell.driver.SessionShell` is
 synchronous. One daemon thread runs an event loop for the whole process;
 sandboxes talk to it with ``run_coroutine_threadsafe`` (setup, helper
 commands) and, on the hot path, with ``call_soon_threadsafe`` plus a
@@ -138,7 +138,7 @@ POOL = ConnectionPool()
 
 
 class SSHProcessChannel(QueuedReads):
-    """:class:`~environments.shell.session.Channel` over an asyncssh process (stdin and stdout).
+    """:class:`~environments.shell.driver.Channel` over an asyncssh process (stdin and stdout).
 
     A reader task on the loop moves stdout chunks into a queue; ``b""`` marks EOF.
     Writes are handed to the loop without waiting: a failed write shows up as EOF.

@@ -7,7 +7,7 @@ Connections are reused across sessions with a cap on channels per connection
 (:mod:`environments.backends.ssh.channel`), with keepalives so a dead peer is noticed.
 
 Each session holds one channel running ``sh -s`` driven by
-:class:`~environments.shell.session.ShellSession`. A timeout kills the command's
+:class:`~environments.shell.driver.SessionShell`. A timeout kills the command's
 process tree on the remote host over a second channel. When the connection
 drops, the next call reconnects and the session's cwd and exported variables
 are replayed into the new shell (``ExecResult.shell_restarted`` says so).
@@ -33,9 +33,9 @@ from environments.backends.ssh.channel import (
 from environments.config import BackendConfig, config_of
 from environments.errors import BackendUnavailable, SandboxDead, SandboxError
 from environments.shell import helper as scripts
+from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
 from environments.shell.framing import shell_quote
-from environments.shell.session import ShellSession
 
 _SHELLS = {
     "sh": "exec sh -s",
@@ -129,7 +129,7 @@ class SSHEnvironment(scripts.HelperOps, ShellEnvironment):
         self._shell_pid = 0
         self._closing = False
         self._killed: dict[int, set[int]] = {}
-        self.shell = ShellSession(self._open, self._kill_group, kill_grace=self.config.kill_grace)
+        self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)
 
     @property
     def sandbox_id(self) -> str:

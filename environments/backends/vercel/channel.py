@@ -88,7 +88,7 @@ class StreamDecoder:
 
 
 class VercelShellChannel(QueuedReads):
-    """:class:`~environments.shell.session.Channel` over the shell's SDK process.
+    """:class:`~environments.shell.driver.Channel` over the shell's SDK process.
 
     ``on_close`` runs once in :meth:`close`, before the shell's stdin is closed and
     the process killed (the environment kills a wedged shell's tree there)."""
@@ -125,7 +125,7 @@ class VercelShellChannel(QueuedReads):
                 self._api.write_stdin(self.process, data)
             except BrokenPipeError:
                 # The shell is gone: the reader sees the end of the stream (nothing of
-                # this input ran, which ShellSession handles as a dead shell).
+                # this input ran, which SessionShell handles as a dead shell).
                 self._ended.set()
                 self._output.put(b"")
                 return

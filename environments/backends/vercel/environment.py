@@ -6,7 +6,7 @@ created with no network unless an allowlist is configured, the configured
 vCPUs/memory and an execution time limit that :meth:`VercelEnvironment.touch`
 (and every call) extends while the session is in use. The session shell is one
 long-lived SDK process (:mod:`.channel`) carrying the framing of
-:mod:`environments.shell.session`; killing a timed-out command's process group,
+:mod:`environments.shell.driver`; killing a timed-out command's process group,
 background processes and output windows go through the in-sandbox helper
 scripts of :mod:`environments.shell.helper`, run as short SDK processes;
 files move through the SDK's filesystem API.
@@ -31,8 +31,8 @@ from environments.base import ExecResult
 from environments.config import BackendConfig, config_of
 from environments.errors import SandboxDead, SandboxError, SandboxNotFound
 from environments.shell import helper as scripts
+from environments.shell.driver import SessionShell, ShellResult
 from environments.shell.environment import ShellEnvironment
-from environments.shell.session import ShellResult, ShellSession
 
 from .channel import VercelShellChannel, launch_args
 from .config import VercelConfig, sandbox_name
@@ -81,7 +81,7 @@ class VercelEnvironment(scripts.HelperOps, ShellEnvironment):
         self._closing = False
         self._channel: VercelShellChannel | None = None
         self._killed: dict[int, set[int]] = {}
-        self.shell = ShellSession(self._open, self._kill_group, kill_grace=self.config.kill_grace)
+        self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)
 
     @property
     def sandbox_id(self) -> str:

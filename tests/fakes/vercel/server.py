@@ -46,7 +46,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> bytes:
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
-            parts = []
+            parts: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
@@ -172,7 +172,7 @@ class Handler(BaseHTTPRequestHandler):
         session = self.svc.session(m["sid"], running=False)
         self._json(200, {"commands": [c.payload() for c in session.commands.values()]})
 
-    def command(self, m: dict[str, str], q: dict[str, str], _: Any) -> None:
+    def get_command(self, m: dict[str, str], q: dict[str, str], _: Any) -> None:
         command = self.svc.command(m["sid"], m["cid"])
         if q.get("wait") == "true":
             command.wait()
@@ -206,15 +206,19 @@ def _log_records(command: Command) -> Iterator[list[dict[str, Any]]]:
     batches of what arrived together."""
     sent = 0
     while True:
-        with command.cond:
-            command.cond.wait_for(lambda seen=sent: len(command.logs) > seen or command.done)
-            batch = command.logs[sent:]
-            done = command.done
+        batch, done = _next_batch(command, sent)
         sent += len(batch)
         if batch:
             yield batch
         elif done:
             return
+
+
+def _next_batch(command: Command, sent: int) -> tuple[list[dict[str, Any]], bool]:
+    """Records past the first ``sent`` (waiting for one), and whether the command is done."""
+    with command.cond:
+        command.cond.wait_for(lambda: len(command.logs) > sent or command.done)
+        return command.logs[sent:], command.done
 
 
 def _run_records(command: Command) -> Iterator[list[dict[str, Any]]]:
@@ -232,7 +236,7 @@ ROUTES: list[tuple[str, str, Action]] = [
     (_S + "/extend-timeout", "POST", Handler.extend),
     (_S + "/cmd", "POST", Handler.run),
     (_S + "/cmd", "GET", Handler.commands),
-    (_C, "GET", Handler.command),
+    (_C, "GET", Handler.get_command),
     (_C + "/logs", "GET", Handler.logs),
     (_C + "/kill", "POST", Handler.kill),
     (_C + "/stdin", "POST", Handler.stdin),
