@@ -215,3 +215,25 @@ def test_unreachable_api_is_a_clear_error_within_the_deadline(fake_vercel: Any) 
     assert time.monotonic() - started < 30
     assert "unreachable" in _one_line(caught.value)
     assert isinstance(caught.value, BackendUnavailable | ConnectionError)
+
+
+def test_a_sandbox_created_by_a_racing_worker_is_used_not_destroyed(
+    fake_vercel: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = vercel_config(fake_vercel)
+    other = VercelEnvironment("vc-race", config)
+    other.exec("echo theirs > /vercel/sandbox/mark")
+    mine = VercelEnvironment("vc-race", config)
+    real_find = mine.api.find
+    misses = [True]  # the first lookup misses: the other worker creates it just after
+
+    def find(name: str) -> Any:
+        return None if misses and misses.pop() else real_find(name)
+
+    monkeypatch.setattr(mine.api, "find", find)
+    try:
+        assert mine.exec("cat /vercel/sandbox/mark").output == "theirs\n"
+        assert len(fake_vercel.requests_to("POST", "/v3/sandboxes")) == 2  # ours got a 409
+        assert fake_vercel.requests_to("DELETE", mine.sandbox_id) == []
+    finally:
+        mine.close()

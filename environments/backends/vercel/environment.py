@@ -107,15 +107,14 @@ class VercelEnvironment(scripts.HelperOps, ShellEnvironment):
     def _attach(self) -> None:
         sandbox = self.api.find(self.name)
         if sandbox is None:
-            try:
-                sandbox = self.api.create(self.name, self.tags())
-            except SandboxError:
-                sandbox = self.api.find(self.name)  # another worker created it first
+            sandbox = self.api.create(self.name, self.tags())
+            if sandbox is None:  # another worker created it first: use theirs
+                sandbox = self.api.find(self.name)
                 if sandbox is None:
-                    raise
-            if self._runtime_session is not None:
+                    raise SandboxError(f"{self.where} exists and yet cannot be found")
+            elif self._runtime_session is not None:
                 self._note = VANISHED_NOTE
-        elif self.api.is_stopped(sandbox):
+        if self.api.is_stopped(sandbox):
             self.api.resume(sandbox)
             self._note = RESUMED_NOTE
         self._sandbox = sandbox

@@ -210,11 +210,12 @@ class VercelApi:
         except SandboxNotFound:
             return None
 
-    def create(self, name: str, tags: dict[str, str]) -> Sandbox:
-        """Create ``name`` with the configured image, limits and network policy.
+    def create(self, name: str, tags: dict[str, str]) -> Sandbox | None:
+        """Create ``name`` with the configured image, limits and network policy; ``None``
+        when a sandbox of that name exists already (another worker created it meanwhile).
 
-        A create that fails after the service accepted it is destroyed again, so a
-        failed create leaves nothing behind."""
+        A create that fails after the service may have accepted it is destroyed again,
+        so a failed create leaves nothing behind."""
         cfg = self.config
         policy = (
             NetworkPolicy.custom(allow={domain: () for domain in cfg.network_allow})
@@ -223,19 +224,24 @@ class VercelApi:
         )
         try:
             with translating(f"creating sandbox {name}", self.where):
-                return self.client.create_sandbox(
-                    name=name,
-                    image=cfg.image,
-                    execution_time_limit=cfg.execution_time_limit,
-                    resources=SandboxResources(vcpus=cfg.vcpus, memory=cfg.memory_mb),
-                    persistent=cfg.persistent,
-                    network_policy=policy,
-                    env=dict(cfg.env),
-                    tags=tags,
-                    region=cfg.region,
-                )
+                try:
+                    return self.client.create_sandbox(
+                        name=name,
+                        image=cfg.image,
+                        execution_time_limit=cfg.execution_time_limit,
+                        resources=SandboxResources(vcpus=cfg.vcpus, memory=cfg.memory_mb),
+                        persistent=cfg.persistent,
+                        network_policy=policy,
+                        env=dict(cfg.env),
+                        tags=tags,
+                        region=cfg.region,
+                    )
+                except SandboxApiError as exc:
+                    if exc.status_code == 409:
+                        return None  # not ours to clean up
+                    raise
         except (SandboxNotFound, QuotaExceeded, AuthenticationFailed, CredentialsMissing):
-            raise
+            raise  # refused before anything was made
         except SbxSandboxError:
             with contextlib.suppress(SbxSandboxError):
                 self.destroy(name)
