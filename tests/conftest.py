@@ -11,6 +11,7 @@ pytest_plugins = [
         "tests.fixtures_backends",
         "tests.fixtures_amqp",
         "tests.fixtures_modal",
+        "tests.fixtures_vercel",
     )
     if importlib.util.find_spec(name) is not None
 ]

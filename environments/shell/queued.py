@@ -1,9 +1,10 @@
 """Pieces the :class:`~environments.shell.driver.Channel` implementations share.
 
 :class:`QueuedOutput` is the reading half of a channel (a base class) whose
-output a pump task on an asyncio loop (asyncssh's, the Modal SDK's) hands to the
-session shell's thread through a thread-safe queue. :class:`ClosesOnce` runs a
-channel's ``on_close`` exactly once.
+output a producer (a pump task on asyncssh's or an SDK's event loop, an SDK's log
+stream) hands to the session shell's thread through a thread-safe queue;
+:class:`QueuedReads` gives a channel holding one its ``read``/``read_line``.
+:class:`ClosesOnce` runs a channel's ``on_close`` exactly once.
 """
 
 from __future__ import annotations
@@ -58,6 +59,19 @@ class QueuedOutput:
         """The first line of output (without its newline); later reads return what follows it."""
         line, self._pending = read_line(self.read, timeout)
         return line
+
+
+class QueuedReads:
+    """``read``/``read_line`` of a channel whose output a producer puts into ``_output``."""
+
+    _output: QueuedOutput
+
+    def read(self, timeout: float | None) -> bytes | None:
+        return self._output.read(timeout)
+
+    def read_line(self, timeout: float) -> bytes:
+        """The first line of output (without its newline); later reads return what follows it."""
+        return self._output.read_line(timeout)
 
 
 class ClosesOnce:
