@@ -10,6 +10,7 @@ pytest_plugins = [
         "tests.fixtures_workers",
         "tests.fixtures_backends",
         "tests.fixtures_amqp",
+        "tests.fixtures_fleet",
         "tests.fixtures_modal",
         "tests.fixtures_vercel",
     )

@@ -17,13 +17,12 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from typing import TYPE_CHECKING, Any
 
 from worker.errors import ProcessError
-from worker.protocol.ledger import route_key
+from worker.protocol.ledger import read_route
 from worker.protocol.process_messages import (
     Continuation,
     ProcessLog,
@@ -37,12 +36,15 @@ from worker.protocol.process_messages import (
 from worker.protocol.tasks import RECEIPT_OP_TASK
 
 if TYPE_CHECKING:
+    from worker.broker.sender import CallSender
     from worker.client.sync import SandboxClient
     from worker.protocol.ledger import CallLedger
     from worker.settings import Settings
 
 _SLACK_S = 30.0
 """Extra seconds a client waits beyond an action's own duration."""
+_WAIT_SLACK_S = 3.0
+"""What ``wait`` adds to the caller's own timeout: the worker answers at the timeout."""
 
 
 def _parse(raw: str) -> dict[str, Any]:
@@ -64,6 +66,7 @@ class ProcessClientMixin:
     """Process, receipt and session helpers; needs the ``SandboxClient`` attributes below."""
 
     if TYPE_CHECKING:
+        sender: CallSender
         settings: Settings
         session_id: str
         session_token: str
@@ -77,17 +80,18 @@ class ProcessClientMixin:
     # -- routing ---------------------------------------------------------------------------
 
     def process_queue(self, process_id: str) -> str | None:
-        """The queue of the worker holding ``process_id``, when the broker knows it."""
+        """The queue of the present worker holding ``process_id`` (None: the shared queue,
+        also when its worker is gone: the worker that takes it adopts or answers it)."""
         try:
-            raw = self.ledger.client.get(route_key(process_id))
+            route = read_route(self.ledger.client, process_id)
+            if route is None:
+                return None
+            worker = route.get("worker")
+            if worker and not self.sender.leases.present(worker):
+                return None
+            return str(route["queue"])
         except Exception:
             return None
-        if not raw:
-            return None
-        with contextlib.suppress(ValueError, TypeError):
-            queue = json.loads(raw).get("queue")
-            return str(queue) if queue else None
-        return None
 
     def tool_call_on(self, name: str, args: Any, queue: str | None, *, wait: float) -> str:
         """Like ``tool_call`` but sent to ``queue`` (the shared queue when None)."""
@@ -129,7 +133,9 @@ class ProcessClientMixin:
         limit = self.settings.max_timeout
         seconds = limit if timeout is None else max(0, min(int(timeout), limit))
         args = {"action": "wait", "process_id": process_id, "timeout": seconds}
-        return ProcessStatus.model_validate(self._process(args, wait=seconds + _SLACK_S))
+        # The caller's timeout bounds the whole wait: the worker answers at it (``running``
+        # still), and a worker gone meanwhile is routed around within it.
+        return ProcessStatus.model_validate(self._process(args, wait=seconds + _WAIT_SLACK_S))
 
     def kill(self, process_id: str) -> ProcessStatus:
         """Terminate the process and its children; its final status."""

@@ -52,9 +52,16 @@ def delivered_key(call_id: str) -> str:
     return f"sbx:call:{call_id}:delivered"
 
 
+def answer_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:answer"
+
+
 # Claim, first heartbeat and running-set entry in one round trip.
 # Returns 1 when claimed, 0 when claimed before, 2 when claimed but cancelled before it ran.
 _CLAIM_SCRIPT = """
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  return 0
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
   -- A heartbeat either way: a cancelled call is alive until its "cancelled" result is in.
   redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
@@ -69,11 +76,13 @@ return 0
 
 CLAIMED, DUPLICATE, CANCELLED = 1, 0, 2
 
-# First result wins: mark the call delivered and fill its mailbox in one step.
+# First result wins: mark the call delivered, fill its mailbox and keep a copy (for a
+# caller that collects it again) in one step.
 _DELIVER_SCRIPT = """
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
   redis.call('RPUSH', KEYS[2], ARGV[1])
   redis.call('EXPIRE', KEYS[2], ARGV[2])
+  redis.call('SET', KEYS[3], ARGV[1], 'EX', ARGV[3])
   return 1
 end
 return 0
@@ -83,9 +92,12 @@ return 0
 class CallLedger:
     """Claims, heartbeats and lost detection for tool calls."""
 
-    def __init__(self, client: redis.Redis, *, claim_ttl: int, lost_after: float) -> None:
+    def __init__(
+        self, client: redis.Redis, *, claim_ttl: int, lost_after: float, result_ttl: int = 3600
+    ) -> None:
         self.client = client
         self.claim_ttl = claim_ttl
+        self.result_ttl = result_ttl
         self.lost_after = lost_after
         self.lost_after_ms = int(lost_after * 1000)
         self._quiet_until = 0.0
@@ -95,7 +107,13 @@ class CallLedger:
     def claim(self, call_id: str, worker_id: str) -> int:
         """Claim ``call_id`` for this worker: :data:`CLAIMED`, :data:`DUPLICATE` (someone
         claimed it before) or :data:`CANCELLED` (claimed now, but cancelled while queued)."""
-        keys = [claim_key(call_id), heartbeat_key(call_id), RUNNING_KEY, cancel_key(call_id)]
+        keys = [
+            claim_key(call_id),
+            heartbeat_key(call_id),
+            RUNNING_KEY,
+            cancel_key(call_id),
+            delivered_key(call_id),  # answered already (e.g. lost): never run it now
+        ]
         args: list[str | int] = [worker_id, self.claim_ttl, self.lost_after_ms, call_id]
         return int(self._claim(keys=keys, args=args))
 
@@ -104,9 +122,22 @@ class CallLedger:
 
         True when this one was delivered; False when another (e.g. ``lost``) got there first.
         """
-        keys = [delivered_key(call_id), result_key(call_id)]
+        keys = [delivered_key(call_id), result_key(call_id), answer_key(call_id)]
         with self._noting_outage():
-            return bool(self._deliver(keys=keys, args=[result, self.claim_ttl]))
+            return bool(
+                self._deliver(keys=keys, args=[result, self.claim_ttl, self.result_ttl])
+            )
+
+    def answer(self, call_id: str) -> str | None:
+        """The kept copy of the call's delivered result (None: none, or it expired)."""
+        with self._noting_outage():
+            value = self.client.get(answer_key(call_id))
+        return None if value is None else _s(value)
+
+    def claimed(self, call_id: str) -> bool:
+        """True once a worker claimed the call (it runs, or ran)."""
+        with self._noting_outage():
+            return bool(self.client.exists(claim_key(call_id)))
 
     def take_result(self, call_id: str, timeout: float) -> str | None:
         """The call's result, waiting up to ``timeout`` seconds; None if none came.

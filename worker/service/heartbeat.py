@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable
 
 import redis
 
 from worker.protocol.ledger import CallLedger
 
+log = logging.getLogger(__name__)
+
 
 class Heartbeat(threading.Thread):
     """Daemon thread that refreshes the heartbeats of this worker's running calls."""
 
-    def __init__(self, ledger: CallLedger, worker_id: str, interval: float) -> None:
+    def __init__(
+        self,
+        ledger: CallLedger,
+        worker_id: str,
+        interval: float,
+        on_tick: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(name="sbx-heartbeat", daemon=True)
+        self.on_tick = on_tick
+        """Runs at every tick too (the worker's presence); its errors are logged."""
         self.ledger = ledger
         self.worker_id = worker_id
         self.interval = interval
@@ -41,6 +53,19 @@ class Heartbeat(threading.Thread):
     def stop(self) -> None:
         self._stop_event.set()
 
+    def cancel_all(self) -> list[str]:
+        """Cancel every running call (shutdown grace over); their ids."""
+        with self._lock:
+            active = dict(self._active)
+        for event in active.values():
+            event.set()
+        return list(active)
+
+    def running(self) -> int:
+        """How many calls this worker runs now."""
+        with self._lock:
+            return len(self._active)
+
     def run(self) -> None:
         while not self._stop_event.wait(self.interval):
             self.tick()
@@ -51,6 +76,11 @@ class Heartbeat(threading.Thread):
         with self._lock:
             active = dict(self._active)
             finished, self._finished = self._finished, []
+        if self.on_tick is not None:
+            try:
+                self.on_tick()
+            except (redis.RedisError, OSError):
+                log.warning("could not renew this worker's presence", exc_info=True)
         try:
             self.ledger.beat(list(active), self.worker_id, finished=finished)
             for call_id in self.ledger.cancelled(list(active)):
