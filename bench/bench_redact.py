@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Callable
 
 from process_registry.redact import StreamRedactor, redact_text
-from process_registry.redact_patterns import VENDORS
+from process_registry.redact.vendors import VENDORS
 
 TARGET_MB_S = 20.0
 _ALNUM = string.ascii_letters + string.digits
@@ -130,7 +130,8 @@ def _naive_patterns() -> list[tuple[re.Pattern[str], str | Callable[[re.Match[st
     for vendor in VENDORS:
         # As a naive redactor writes them: starting with the vendor prefix (so
         # ``re`` can still use its literal-prefix search), no boundary look-behind.
-        source = vendor.exact.pattern.removeprefix("(?<![A-Za-z0-9_-])")
+        source = vendor.exact.pattern.removeprefix("(?<![A-Za-z0-9_-])").replace(
+            "(?P<keep>(?>", "(?P<keep>(?:", 1)
         pats.append((re.compile(source), lambda m: m.group("keep") + "...[REDACTED]"))
     return pats
 
