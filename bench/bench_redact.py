@@ -16,7 +16,7 @@ then prints, from the same run on the same text:
   ratio sbx / naive;
 * MB/s on 1 MB adversarial inputs (linear time: none may collapse).
 
-Target (issue 5): at least 20 MB/s for ``redact_text``; pure-Python naive
+Target (issues 5 and 14): at least 20 MB/s for ``redact_text``; pure-Python naive
 redactors measure 2-4 MB/s.
 """
 

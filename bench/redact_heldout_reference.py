@@ -367,6 +367,7 @@ def _fill(cases: list[Case]) -> list[Case]:
     out = []
     for c in cases:
         if c.note == "filled below":
+            secrets: tuple[str, ...]
             if c.id == "env-dump-not-joined":
                 lines = c.text.splitlines()
                 secrets = (lines[1].split("_", 3)[-1], lines[2].split("_", 2)[-1])

@@ -13,14 +13,14 @@ from typing import Final, TypeVar, cast
 
 from .base import PLACEHOLDER
 from .keys import key_names_secret
-from .rules import RULES
+from .rules import PASSES
 from .values import is_non_secret_value
 from .vendors import value_replacement
 
-_VERIFIERS: Final = tuple(r.verify for r in RULES)
-_DETECTORS: Final = tuple(r.detector for r in RULES)
+_VERIFIERS: Final = tuple(r.verify for r in PASSES)
+_DETECTORS: Final = tuple(r.detector for r in PASSES)
 # Candidates are encoded as position << _SHIFT | rule index: one int sort orders them.
-_SHIFT: Final = max(1, (len(RULES) - 1).bit_length())
+_SHIFT: Final = max(1, (len(PASSES) - 1).bit_length())
 _MASK: Final = (1 << _SHIFT) - 1
 
 

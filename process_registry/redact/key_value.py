@@ -165,7 +165,8 @@ def _key_value(text: str, p: int) -> Hit | None:
     key = m.group("key")[::-1].lstrip("-.")
     if text[p - m.end() - 1 : p - m.end()] in ("/", "\\"):  # /secret.key: a file's name
         return None
-    if not key_names_secret(key) and not _named_secret(text, p - m.end(), key):
+    if not (key_names_secret(key) or _named_secret(text, p - m.end(), key)
+            or _odbc_password(text, p - m.end(), key)):
         return None
     start = p + 1
     follow = text[start : start + 1]
@@ -176,6 +177,11 @@ def _key_value(text: str, p: int) -> Hit | None:
     elif text[p] == "=" and follow in (" ", "\t") and text[p - 1 : p] not in (" ", "\t"):
         return None  # shell: "PASSWORD= next" assigns the empty string
     return _value_hit(text, start, key, text[p] == ":")
+
+
+def _odbc_password(text: str, key_start: int, key: str) -> bool:
+    """``Uid=sa;Pwd=...``: in a connection string PWD is a password, not a directory."""
+    return key.lower() == "pwd" and text[key_start - 1 : key_start] == ";"
 
 
 def _named_secret(text: str, key_start: int, key: str) -> bool:

@@ -43,6 +43,7 @@ AI: Final[tuple[Vendor, ...]] = (
            r"[a-f0-9]{32}_[a-f0-9]{10}", fixed=True),
     vendor("browserbase", ("bb_live_",), "bb_live_", r"[A-Za-z0-9_-]{20,255}+"),
     vendor("matrix", ("syt_",), "syt_", r"[A-Za-z0-9_]{20,255}+", random=True),
+    vendor("pinecone", ("pcsk_",), "pcsk_", r"[A-Za-z0-9_]{40,255}+", random=True),
 )
 
 DEV: Final[tuple[Vendor, ...]] = (
@@ -57,6 +58,8 @@ DEV: Final[tuple[Vendor, ...]] = (
     vendor("clojars", ("CLOJARS_",), "CLOJARS_", r"[A-Za-z0-9]{60}", fixed=True),
     vendor("nuget", ("oy2",), "oy2", r"[a-z0-9]{43}", fixed=True),
     vendor("docker-hub", ("dckr_pat_",), "dckr_pat_", r"[A-Za-z0-9_-]{20,255}+"),
+    vendor("bitbucket", ("ATBB",), "ATBB", r"[A-Za-z0-9]{28,64}+", random=True, closed=True),
+    vendor("circleci", ("CCIPAT_",), "CCIPAT_", r"[A-Za-z0-9]{20,32}_[a-fA-F0-9]{40}", fixed=True),
     vendor("jfrog", ("AKCp", "cmVmd"), "AKCp|cmVmd", r"[A-Za-z0-9]{59,100}+"),
     vendor("atlassian", ("ATATT3",), "ATATT3", r"[A-Za-z0-9_=-]{100,512}+"),
     vendor("postman", ("PMAK-",), "PMAK-", r"[a-f0-9]{24}-[a-f0-9]{34}", fixed=True),
@@ -91,6 +94,8 @@ SAAS: Final[tuple[Vendor, ...]] = (
            rf"xox[{_SLACK}]-|xapp-", r"[A-Za-z0-9-]{10,255}+"),
     vendor("slack-webhook", ("hooks.slack.com/",),
            r"hooks\.slack\.com/(?:services|workflows|triggers)/", r"[A-Za-z0-9/_-]{20,255}+"),
+    vendor("teams-webhook", ("webhook.office.com/",), r"webhook\.office\.com/webhookb2/",
+           r"[A-Za-z0-9@-]{40,100}+/IncomingWebhook/[A-Za-z0-9]{32}/[A-Za-z0-9-]{36}"),
     vendor("discord-webhook", ("discord.com/", "discordapp.com/"),
            r"discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/", r"[A-Za-z0-9_-]{20,255}+"),
     vendor("stripe", tuple(f"{a}k_{b}_" for a in "srp" for b in ("live", "test", "prod")),
@@ -116,6 +121,7 @@ SAAS: Final[tuple[Vendor, ...]] = (
     vendor("notion", ("ntn_",), "ntn_", r"[A-Za-z0-9]{20,255}+", random=True),
     vendor("notion-legacy", ("secret_",), "secret_", r"[A-Za-z0-9]{40,255}+", random=True),
     vendor("figma", ("figd_",), "figd_", r"[A-Za-z0-9_-]{30,255}+"),
+    vendor("contentful", ("CFPAT-",), "CFPAT-", r"[A-Za-z0-9_-]{43}", fixed=True),
     vendor("frameio", ("fio-u-",), "fio-u-", r"[A-Za-z0-9_=-]{64}", fixed=True),
     vendor("typeform", ("tfp_",), "tfp_", r"[A-Za-z0-9_.=-]{59}", fixed=True),
     vendor("adobe", ("p8e-",), "p8e-", r"[A-Za-z0-9]{32}", fixed=True),

@@ -28,10 +28,16 @@ def _pem_settled(buf: str, p: int) -> bool:
 
 def _line_end_hold(buf: str, start: int, brk: int) -> int:
     """Where to cut instead of after the line break at ``brk``: before a token at the end
-    of that line that is still incomplete, since the next line may complete it."""
+    of that line that is still incomplete, since the next line may complete it.
+
+    Only a token of that last line can: one from an earlier line has already
+    joined its one line break when its read reaches ``brk``.
+    """
+    line = max(buf.rfind("\n", 0, brk), buf.rfind("\r", 0, brk - 1)) + 1
+    lo = max(start, line, brk - MAX_READ_AHEAD)
     cut = brk + 1
     for detector, unsettled in _JOINABLE:
-        for m in detector.finditer(buf, max(start, brk - MAX_READ_AHEAD), brk + 1):
+        for m in detector.finditer(buf, lo, brk + 1):
             if unsettled(buf, m.start(), brk):
                 cut = min(cut, m.start())
                 break

@@ -70,6 +70,7 @@ TOKENS: list[tuple[str, str, str]] = [
     ("langsmith-sk", p("lsv2", "_sk_", rnd(32, HEX), "_", rnd(10, HEX)), "lsv2_sk_"),
     ("browserbase", p("bb", "_live_", rnd(27, TOK)), "bb_live_"),
     ("matrix", p("sy", "t_", rnd(30)), "syt_"),
+    ("pinecone", p("pc", "sk_", rnd(6), "_", rnd(60)), "pcsk_"),
     # code hosting, registries, CI
     *[(f"gitlab-{k}", p("gl", f"{k}-", rnd(20, TOK)), f"gl{k}-")
       for k in ("pat", "dt", "rt", "rtr", "ptt", "cbt", "imt", "ft", "soat", "oas", "agent", "wt",
@@ -80,6 +81,9 @@ TOKENS: list[tuple[str, str, str]] = [
      "glrt-"),
     ("gitlab-legacy-runner", p("GR13", "48941", rnd(20, TOK)), "GR1348941"),
     ("rubygems", p("ruby", "gems_", rnd(48, HEX)), "rubygems_"),
+    ("bitbucket", p("AT", "BB", rnd(32)), "ATBB"),
+    ("circleci", p("CCI", "PAT_", rnd(22), "_", rnd(40, HEX)), "CCIPAT_"),
+    ("contentful", p("CF", "PAT-", rnd(43, TOK)), "CFPAT-"),
     ("clojars", p("CLO", "JARS_", rnd(60)), "CLOJARS_"),
     ("nuget", p("o", "y2", rnd(43, LOWD)), "oy2"),
     ("artifactory-reference", p("cmV", "md", rnd(59)), "cmVmd"),

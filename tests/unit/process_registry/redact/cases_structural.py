@@ -53,6 +53,8 @@ SPLIT = p("gh", "p_", rnd(36))
 AGE = rnd(58, UPD)
 USER_TOKEN, USER_UPPER = rnd(28), rnd(22, UPD)
 KEY_ID, SIG = rnd(40, HEX), rnd(64, HEX)
+_UUID = "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))
+TEAMS = f"{_UUID}@{_UUID}/IncomingWebhook/{rnd(32)}/{_UUID}"
 
 
 def c(id: str, text: str, want: str, secret: str) -> Case:
@@ -201,6 +203,10 @@ ARGUMENTS_AND_URLS: list[Case] = [
       f"curl -H 'Authorization: Basic {R}' https://x", BASIC),
     c("proxy-authorization", f"Proxy-Authorization: Basic {BASIC}\r\n",
       f"Proxy-Authorization: Basic {R}\r\n", BASIC),
+    c("teams-webhook", f"POST https://acme.webhook.office.com/webhookb2/{TEAMS} HTTP/1.1",
+      f"POST https://acme.webhook.office.com/webhookb2/{M} HTTP/1.1", TEAMS[80:]),
+    c("odbc-pwd", f"Driver={{ODBC 18}};Server=db;Uid=sa;Pwd={PW};Encrypt=yes",
+      f"Driver={{ODBC 18}};Server=db;Uid=sa;Pwd={R};Encrypt=yes", PW),
     c("query-token", f"GET /cb?state=x&access_token={V}&scope=read HTTP/1.1",
       f"GET /cb?state=x&access_token={R}&scope=read HTTP/1.1", V),
     c("query-signature", f"https://b.s3.amazonaws.com/k?X-Amz-Signature={SIG}&X-Amz-Date=1",
