@@ -170,6 +170,10 @@ ADVERSARIAL = {
     "BEGIN without END": "-----BEGIN PRIVATE KEY-----\n" + "QUJD" * 250_000,
     "'password: ' repeated": "password: " * 100_000,
     "':' repeated": ":" * 1_000_000,
+    "split token, ESC-joined": "sk-a\x1b[" * 166_666,
+    "split token, line-joined": "ghp_ab\n" * 142_857,
+    "'$6$' repeated": "$6$" * 333_333,
+    "'sudo mysql -p' repeated": "sudo mysql -p" * 76_923,
 }
 
 

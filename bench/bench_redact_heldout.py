@@ -67,7 +67,7 @@ def default_before() -> str | None:
                        "process_registry/redact_patterns.py")
     except (OSError, subprocess.CalledProcessError):
         return None
-    return f"{removed}^" if removed else None
+    return _git("rev-parse", f"{removed}^") if removed else None
 
 
 def redact_at(rev: str, texts: Sequence[str]) -> list[str]:

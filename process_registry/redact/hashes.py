@@ -53,6 +53,7 @@ def mnemonic_words(text: str, start: int) -> tuple[int, int] | None:
 
 
 RULES: Final[tuple[Rule, ...]] = (
-    rule("crypt", rf"\$(?=(?:{_SCHEMES})\$)", _crypt),
+    # A hash starts a run: "$6$6$6$..." is one candidate, not one per "$".
+    rule("crypt", rf"\$(?<![A-Za-z0-9./$]\$)(?=(?:{_SCHEMES})\$)", _crypt),
     rule("ldap-hash", r"\{(?=S?SHA|S?MD5|PBKDF2)", _ldap),
 )

@@ -84,6 +84,7 @@ _CODE_WORDS: Final = frozenset({"await", "new", "yield", "function", "async", "l
                                 "require", "import", "typeof", "not", "return"})
 #: Python string prefixes: ``auth = f'...'`` is code.
 _STRING_PREFIXES: Final = frozenset({"f", "b", "r", "u", "rb", "br", "fr", "rf", "F", "B", "R"})
+_VERSION: Final = re.compile(r"[ \t]{0,8}+[0-9]+(?:\.[0-9A-Za-z+!-]+)*+(?![^\s,;:)\]])")
 #: Code references to configuration: ``token = process.env.TOKEN``, ``key = self.key``.
 _CODE_REF: Final = re.compile(
     r"(?:process\.env|os\.environ|import\.meta\.env|self|this|config|settings|props|options"
@@ -174,6 +175,8 @@ def _key_value(text: str, p: int) -> Hit | None:
         return None
     if follow in ("=", ">"):  # :=  =>  ==
         start += 1
+        if text[p : start] == "==" and _VERSION.match(text, start):
+            return None  # a requirement (pkg-key==1.2.0) or a comparison with a number
     elif text[p] == "=" and follow in (" ", "\t") and text[p - 1 : p] not in (" ", "\t"):
         return None  # shell: "PASSWORD= next" assigns the empty string
     return _value_hit(text, start, key, text[p] == ":")

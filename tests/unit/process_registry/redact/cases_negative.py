@@ -118,5 +118,7 @@ NEGATIVES: list[tuple[str, str]] = [
     ("shell-dollars", 'echo "$1$2" && echo $6$HOME'),
     ("mnemonic-prose", "mnemonic device: a memory aid"),
     ("hex-id", p("id=", rnd(10, HEX), " SKIPPED [ 63%]")),
+    ("pip-requirement", "Collecting install-key==7.12.0\n  Using cached signing-key==2.0-py3"),
+    ("code-compare-number", "if api_key == 0: return"),
     ("upper-words", "DEPRECATED_FEATURE_FLAG=true TOKEN_BUCKET_SIZE=" + rnd(4, "0123456789")),
 ]
