@@ -3,6 +3,8 @@ negative stays byte-identical; streaming gives the whole-text answer at every sp
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from process_registry.redact import StreamRedactor, redact_text
@@ -57,3 +59,18 @@ def test_stream_gives_the_whole_text_answer_at_every_split(case: Case) -> None:
 @pytest.mark.parametrize("case", SPLIT, ids=[c.id for c in SPLIT])
 def test_split_token_fed_character_by_character(case: Case) -> None:
     assert stream(*case.text) == case.want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_stream_of_every_case_in_random_chunks(seed: int) -> None:
+    """All positives and negatives in one document, fed in chunks of random size."""
+    rng = random.Random(seed)
+    texts = [c.text for c in POSITIVES] + [t for _, t in NEGATIVES]
+    rng.shuffle(texts)
+    document = "\n".join(texts)
+    chunks, i = [], 0
+    while i < len(document):
+        n = rng.choice((1, 2, 3, 7, 64, 500, 4096))
+        chunks.append(document[i : i + n])
+        i += n
+    assert stream(*chunks) == redact_text(document)
