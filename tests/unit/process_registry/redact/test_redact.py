@@ -12,7 +12,7 @@ import string
 import pytest
 
 from process_registry.redact import redact_bytes, redact_mapping, redact_text
-from process_registry.redact_patterns import key_names_secret
+from process_registry.redact.keys import key_names_secret
 
 _RNG = random.Random(20240521)
 ALNUM = string.ascii_letters + string.digits

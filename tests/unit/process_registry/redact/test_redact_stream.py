@@ -7,7 +7,15 @@ import random
 import pytest
 
 from process_registry.redact import HOLD, StreamRedactor, redact_text
-from tests.unit.test_redact import JWT, PEM_BODY, STRUCTURAL, VENDOR_CASES, S, p, rnd
+from tests.unit.process_registry.redact.test_redact import (
+    JWT,
+    PEM_BODY,
+    STRUCTURAL,
+    VENDOR_CASES,
+    S,
+    p,
+    rnd,
+)
 
 
 def stream(chunks: list[str]) -> tuple[str, StreamRedactor]:
