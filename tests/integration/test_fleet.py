@@ -70,10 +70,8 @@ def test_racing_first_calls_of_a_new_session_end_with_one_lease(fleet: Fleet) ->
         t.join(120)
     assert errors == []
     assert len(set(pids)) == 1, pids  # one worker served every racing call
-    ledger = redis.Redis.from_url(fleet.ledger_url or fleet.broker_url)
-    holder = ledger.get(lease_key("fleet-race"))
-    assert holder is not None
-    assert holder.decode() == fleet.worker_id(fleet.index_of(pids[0]))
+    ledger = redis.Redis.from_url(fleet.ledger_url or fleet.broker_url, decode_responses=True)
+    assert ledger.get(lease_key("fleet-race")) == fleet.worker_id(fleet.index_of(pids[0]))
 
 
 def test_the_session_moves_when_its_worker_dies_with_its_cwd_and_environment(
