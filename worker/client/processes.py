@@ -80,18 +80,21 @@ class ProcessClientMixin:
     # -- routing ---------------------------------------------------------------------------
 
     def process_queue(self, process_id: str) -> str | None:
-        """The queue of the present worker holding ``process_id`` (None: the shared queue,
-        also when its worker is gone: the worker that takes it adopts or answers it)."""
+        """The queue of the present worker holding ``process_id``, else of the one whose
+        home holds its receipt (None: the shared queue -- also when that worker is gone:
+        the worker that takes the action adopts the process or answers for it)."""
         try:
-            route = read_route(self.ledger.client, process_id)
-            if route is None:
-                return None
-            worker = route.get("worker")
-            if worker and not self.sender.leases.present(worker):
-                return None
-            return str(route["queue"])
+            for receipt in (False, True):
+                route = read_route(self.ledger.client, process_id, receipt=receipt)
+                if route is None:
+                    continue
+                worker = route.get("worker")
+                if worker and not self.sender.leases.present(worker):
+                    continue
+                return str(route["queue"])
         except Exception:
             return None
+        return None
 
     def tool_call_on(self, name: str, args: Any, queue: str | None, *, wait: float) -> str:
         """Like ``tool_call`` but sent to ``queue`` (the shared queue when None)."""

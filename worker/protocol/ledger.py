@@ -253,9 +253,17 @@ def route_key(process_id: str) -> str:
     return ROUTE_PREFIX + process_id
 
 
-def read_route(client: redis.Redis, process_id: str) -> dict[str, str] | None:
-    """The route of ``process_id`` (``{"queue", "session"}``), or None."""
-    raw: Any = client.get(route_key(process_id))
+def receipt_route_key(process_id: str) -> str:
+    """Redis key naming the worker whose ``SBX_HOME`` holds the receipt of ``process_id``."""
+    return f"sbx:receipt-at:{process_id}"
+
+
+def read_route(
+    client: redis.Redis, process_id: str, *, receipt: bool = False
+) -> dict[str, str] | None:
+    """The route of ``process_id`` (``{"queue", "session", "worker"}``), or None;
+    ``receipt``: where its receipt is instead."""
+    raw: Any = client.get(receipt_route_key(process_id) if receipt else route_key(process_id))
     if not raw:
         return None
     try:

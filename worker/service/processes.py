@@ -42,7 +42,7 @@ from process_registry.receipts import DEFAULT_MAX_AGE
 from process_registry.sessions import InvalidSessionId, validate_session_id
 from process_registry.table import InputUnsupported, ProcessTable, PtyUnsupported
 from registry.tools.process import ProcessArgs
-from worker.protocol.ledger import read_route, route_key
+from worker.protocol.ledger import read_route, receipt_route_key, route_key
 from worker.service.boundary import error_fields
 from worker.service.fleet_processes import SharedCheckpoints, adopt_orphans
 from worker.service.forwarding import ProcessForwarder
@@ -126,8 +126,9 @@ class ProcessManager:
         except redis.RedisError:
             log.warning("could not record the route of %s", process_id, exc_info=True)
 
-    def _unroute(self, process_id: str, _owner: str) -> None:
-        """A finished process is only a receipt: any worker on this home can answer for it."""
+    def _unroute(self, process_id: str, owner: str) -> None:
+        """A finished process is only a receipt: its route goes (any worker on this home
+        answers from the receipt), and the fleet learns which worker's home holds it."""
         if self.shared is not None:
             try:
                 self.shared.remove(process_id)
@@ -136,7 +137,16 @@ class ProcessManager:
         if self.redis is None:
             return
         try:
-            self.redis.delete(route_key(process_id))
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.delete(route_key(process_id))
+            if self.worker_queue is not None:
+                where = {"queue": self.worker_queue, "session": owner, "worker": self.worker_id}
+                pipe.set(
+                    receipt_route_key(process_id),
+                    json.dumps(where),
+                    ex=int(self.settings.receipt_max_age_days * 86400),
+                )
+            pipe.execute()
         except redis.RedisError:
             log.warning("could not drop the route of %s", process_id, exc_info=True)
 
