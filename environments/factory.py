@@ -21,7 +21,7 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "singularity": "environments.apptainer:ApptainerEnvironment",
     "apptainer": "environments.apptainer:ApptainerEnvironment",
     "modal": "environments.modal:ModalEnvironment",
-    "daytona": "environments.daytona:DaytonaEnvironment",
+    "daytona": "environments.backends.daytona:DaytonaEnvironment",
     "vercel_sandbox": "environments.vercel:VercelEnvironment",
 }
 

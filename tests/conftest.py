@@ -14,7 +14,9 @@ from tests.helpers import REPO, WorkerProcess, redis_server, short_tmpdir, wait_
 from worker.settings import Settings
 
 pytest_plugins = [
-    name for name in ("tests.fixtures_backends",) if importlib.util.find_spec(name) is not None
+    name
+    for name in ("tests.fixtures_backends", "tests.fixtures_daytona")
+    if importlib.util.find_spec(name) is not None
 ]
 
 

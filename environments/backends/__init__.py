@@ -1,0 +1,1 @@
+"""Sandbox backends, one module or package each; imported lazily through the backend table."""
