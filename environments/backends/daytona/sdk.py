@@ -17,6 +17,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import daytona
+import httpx
+import urllib3
 from daytona.common.pty import PtySize
 from daytona.handle.pty_handle import PtyHandle
 
@@ -35,6 +37,7 @@ T = TypeVar("T")
 Sandbox = daytona.Sandbox
 SDK_VERSION_RANGE = (0, 226)
 """The minor version of the SDK this adapter (and the test fake) were written against."""
+_SDK_PREFIX = re.compile(r"^(Failed|Failure) [^:]{0,60}: ")
 _QUOTA = re.compile(r"limit exceeded|quota", re.IGNORECASE)
 _PTY_SIZE = PtySize(rows=50, cols=999)
 # Sandbox states, by what sbx does on finding one.
@@ -48,7 +51,9 @@ GOING_DOWN = frozenset({"stopping", "archiving", "pausing"})
 BROKEN = frozenset({"error", "build_failed", "destroyed", "destroying"})
 
 
-def translate(exc: BaseException, action: str, secret: str | None = None) -> SandboxError:
+def translate(
+    exc: BaseException, action: str, secret: str | None = None, service: str = "Daytona"
+) -> SandboxError:
     """The sbx error for an SDK (or transport) error raised while doing ``action``.
 
     Auth 401/403 -> :class:`AuthenticationFailed`; missing key -> :class:`CredentialsMissing`;
@@ -69,16 +74,36 @@ def translate(exc: BaseException, action: str, secret: str | None = None) -> San
     if status == 403:
         return AuthenticationFailed(f"Daytona denied the API key the right to {action}: {message}")
     if status == 404:
-        return SandboxNotFound(f"cannot {action}: {message}")
-    if isinstance(exc, (daytona.DaytonaConnectionError, daytona.DaytonaTimeoutError, OSError)):
-        return ServiceUnreachable(f"Daytona did not answer while trying to {action}: {message}")
+        return SandboxNotFound(f"Daytona could not {action}: {message}")
+    transport = _transport_failure(exc)
+    if transport is not None:
+        return ServiceUnreachable(f"{service} {transport} while sbx tried to {action}")
     if status == 400 and "not running" in message.lower():
-        return SandboxDead(f"cannot {action}: the sandbox is not running")
-    return SandboxError(f"cannot {action}: {message}")
+        return SandboxDead(f"Daytona could not {action}: the sandbox is not running")
+    return SandboxError(f"Daytona could not {action}: {message}")
+
+
+def _transport_failure(exc: BaseException) -> str | None:
+    """What went wrong on the wire, when ``exc`` (or what caused it) is a transport error."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    refused = (ConnectionRefusedError, urllib3.exceptions.NewConnectionError, httpx.ConnectError)
+    if any(isinstance(e, refused) for e in chain):
+        return "refused the connection"
+    timeouts = (TimeoutError, urllib3.exceptions.TimeoutError, httpx.TimeoutException)
+    if any(isinstance(e, (*timeouts, daytona.DaytonaTimeoutError)) for e in chain):
+        return "did not answer in time"
+    wire = (OSError, urllib3.exceptions.HTTPError, httpx.TransportError)
+    if any(isinstance(e, (*wire, daytona.DaytonaConnectionError)) for e in chain):
+        return "could not be reached"
+    return None
 
 
 def _one_line(text: str, secret: str | None) -> str:
-    line = " ".join(text.split())[:300] or "no details"
+    line = _SDK_PREFIX.sub("", " ".join(text.split()))[:300] or "no details"
     if secret:
         line = line.replace(secret, "***")
     return line
@@ -91,6 +116,9 @@ class Client:
         self.request_timeout = config.request_timeout
         self.create_timeout = config.create_timeout
         self._secret = config.api_key.get_secret_value() if config.api_key else None
+        # A URL may carry user:password@; that part never reaches a message.
+        url = re.sub(r"//[^/@]*@", "//", config.api_url or "")
+        self._service = f"Daytona ({url})" if url else "Daytona"
         try:
             self._daytona = daytona.Daytona(
                 daytona.DaytonaConfig(
@@ -104,7 +132,7 @@ class Client:
         try:
             return fn()
         except Exception as exc:
-            raise translate(exc, action, self._secret) from None
+            raise translate(exc, action, self._secret, self._service) from None
 
     # -- sandboxes -------------------------------------------------------------------
 
@@ -136,7 +164,7 @@ class Client:
         except daytona.DaytonaConflictError:
             raise NameTaken(name) from None
         except Exception as exc:
-            raise translate(exc, "create a sandbox", self._secret) from None
+            raise translate(exc, "create a sandbox", self._secret, self._service) from None
 
     def get(self, name_or_id: str) -> Sandbox | None:
         """The sandbox with this name or id, or ``None`` when there is none."""
@@ -226,9 +254,9 @@ class Client:
                 raise PermissionError(path) from None
             if isinstance(exc, daytona.DaytonaInvalidFilePathError) or code == "INVALID_FILE_PATH":
                 raise IsADirectoryError(path) from None
-            raise translate(exc, "download a file", self._secret) from None
+            raise translate(exc, "download a file", self._secret, self._service) from None
         except Exception as exc:
-            raise translate(exc, "download a file", self._secret) from None
+            raise translate(exc, "download a file", self._secret, self._service) from None
 
     def open_pty(self, sandbox: Sandbox, pty_id: str, cwd: str | None) -> PtyHandle:
         """A connected PTY session (its shell started), within the request timeout."""

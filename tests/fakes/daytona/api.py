@@ -35,7 +35,10 @@ def routes(fake: FakeDaytona) -> list[web.RouteDef]:
         fake.creates.append(body)
         injected = fake.take_create_error()
         if injected is not None:
-            raise injected
+            error, created = injected
+            if created:
+                await fake.blocking(fake.store.create, body)
+            raise error
         sandbox = await fake.blocking(fake.store.create, body)
         return dto(sandbox)
 

@@ -47,10 +47,14 @@ def _alive(pid: int) -> bool:
 
 
 class Jail:
-    """The namespaces of one sandbox; ``root`` is its directory on the host."""
+    """The namespaces of one sandbox; ``root`` is its directory on the host, ``env`` the
+    variables every process in it gets (the sandbox's environment, as its daemon has)."""
 
-    def __init__(self, root: Path, hostname: str, *, block_network: bool) -> None:
+    def __init__(
+        self, root: Path, hostname: str, *, block_network: bool, env: dict[str, str]
+    ) -> None:
         self.root = root
+        self.env = env
         self.hostname = hostname
         self.block_network = block_network
         self.bwrap_pid = 0
@@ -98,6 +102,14 @@ class Jail:
         self.bwrap_pid = proc.pid
         # Reap bwrap when it ends so no zombie is left in the fake's process.
         threading.Thread(target=proc.wait, daemon=True, name="fake-daytona-reaper").start()
+        # bwrap reports the child before it has built the sandbox's file system; entering
+        # it then would land in a half-built root.
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{self.init_pid}/root{HOME}").is_dir():
+            if time.monotonic() > deadline or not _alive(self.init_pid):
+                self.stop()
+                raise RuntimeError(f"bwrap did not set up the sandbox: {log.read_text()}")
+            time.sleep(0.002)
 
     def stop(self) -> None:
         """Kill every process of the sandbox and wait until the namespace is gone."""
@@ -119,7 +131,7 @@ class Jail:
         """The host command line that runs ``argv`` inside the sandbox, in ``cwd``."""
         if not self.running:
             raise RuntimeError("the sandbox is not running")
-        environment = [f"{k}={v}" for k, v in {**BASE_ENV, **env}.items()]
+        environment = [f"{k}={v}" for k, v in {**BASE_ENV, **self.env, **env}.items()]
         return [
             "nsenter", "-t", str(self.init_pid),
             "--pid", "--mount", "--ipc", "--uts", "--net", "--root", "--wd",

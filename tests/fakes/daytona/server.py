@@ -45,7 +45,7 @@ class FakeDaytona:
         self.requests: list[tuple[str, str]] = []
         self.sessions: dict[str, dict[str, toolbox.Session]] = {}
         self.ptys: dict[str, dict[str, pty.PtySession]] = {}
-        self._create_errors: list[ApiError] = []
+        self._create_errors: list[tuple[ApiError, bool]] = []
         self._pool = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="fake-daytona")
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -136,9 +136,10 @@ class FakeDaytona:
         self.store.clock_offset += seconds
         return self.store.apply_lifecycle()
 
-    def inject_create_error(self, status: int, message: str) -> None:
-        """The next create is answered with this error (e.g. 400 for an exhausted quota)."""
-        self._create_errors.append(ApiError(status, message))
+    def inject_create_error(self, status: int, message: str, *, created: bool = False) -> None:
+        """The next create is answered with this error (e.g. 400 for an exhausted quota);
+        with ``created`` the sandbox is created first all the same (a failure half-way)."""
+        self._create_errors.append((ApiError(status, message), created))
 
-    def take_create_error(self) -> ApiError | None:
+    def take_create_error(self) -> tuple[ApiError, bool] | None:
         return self._create_errors.pop(0) if self._create_errors else None

@@ -147,6 +147,7 @@ class Store:
         build = body.get("buildInfo") or {}
         now = self.now()
         delete = body.get("autoDeleteInterval")
+        env = dict(body.get("env") or {})
         with self.lock:
             if any(s.name == name and s.state != "destroyed" for s in self.sandboxes.values()):
                 raise ApiError(409, f"Sandbox with name {name} already exists")
@@ -154,8 +155,8 @@ class Store:
                 id=sandbox_id,
                 name=name,
                 labels=dict(body.get("labels") or {}),
-                env=dict(body.get("env") or {}),
-                jail=Jail(self.root / sandbox_id, name[:63], block_network=block),
+                env=env,
+                jail=Jail(self.root / sandbox_id, name[:63], block_network=block, env=env),
                 user=body.get("user") or "daytona",
                 snapshot=None if build else (body.get("snapshot") or DEFAULT_SNAPSHOT),
                 dockerfile=build.get("dockerfileContent"),
