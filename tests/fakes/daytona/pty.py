@@ -22,18 +22,16 @@ import contextlib
 import fcntl
 import json
 import os
-import queue
 import struct
 import subprocess
 import termios
-import threading
 from typing import TYPE_CHECKING
 
 from aiohttp import WSMsgType, web
 
 from .jail import HOME
 from .store import ApiError, FakeSandbox
-from .toolbox import SHELL, kill_tree
+from .toolbox import RESOLVED_SHELL, kill_tree
 
 if TYPE_CHECKING:
     from .server import FakeDaytona
@@ -43,29 +41,57 @@ ENVS_PREFIX = "X-Daytona-Pty-Envs~"
 
 
 class PtySession:
-    """One shell on a pseudo-terminal, bridged to one websocket client."""
+    """One shell on a pseudo-terminal, bridged to one websocket client on the event loop."""
 
     def __init__(self, session_id: str, proc: subprocess.Popen[bytes], master: int) -> None:
         self.id = session_id
         self.proc = proc
         self.master = master
-        self.inbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self.killed = False
+        self.output: asyncio.Queue[bytes] = asyncio.Queue()
+        self._unsent = bytearray()
+        self._loop = asyncio.get_running_loop()
+        os.set_blocking(master, False)
+        self._loop.add_reader(master, self._readable)
 
-    def write_loop(self) -> None:
-        """Thread: client input to the terminal (a blocking write must not stall the loop)."""
-        while (data := self.inbox.get()) is not None:
-            try:
-                os.write(self.master, data)
-            except OSError:
-                return
-
-    def read_chunk(self) -> bytes:
-        """Next terminal output; ``b""`` once every process holding the terminal is gone."""
+    def _readable(self) -> None:
         try:
-            return os.read(self.master, 32 * 1024)
+            data = os.read(self.master, 32 * 1024)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: every process holding the terminal is gone
+            data = b""
+        if not data:
+            self._loop.remove_reader(self.master)
+        self.output.put_nowait(data)
+
+    def write(self, data: bytes) -> None:
+        """Client input to the terminal; what the terminal cannot take yet waits for it."""
+        was_waiting = bool(self._unsent)
+        self._unsent += data
+        if not was_waiting:
+            self._flush()
+
+    def _flush(self) -> None:
+        try:
+            written = os.write(self.master, self._unsent)
+        except BlockingIOError:
+            written = 0
         except OSError:
-            return b""
+            self._unsent.clear()
+            written = 0
+        del self._unsent[:written]
+        if self._unsent:
+            self._loop.add_writer(self.master, self._flush_when_writable)
+
+    def _flush_when_writable(self) -> None:
+        self._loop.remove_writer(self.master)
+        self._flush()
+
+    def close(self) -> None:
+        self._loop.remove_reader(self.master)
+        self._loop.remove_writer(self.master)
+        os.close(self.master)
 
 
 def _envs(request: web.Request) -> dict[str, str]:
@@ -99,7 +125,8 @@ def routes(fake: FakeDaytona) -> list[web.RouteDef]:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         # setsid -c: the shell leads its own session with the terminal as its controlling tty.
-        argv = ["setsid", "-c", *sandbox.jail.command([SHELL, "-i", "-l"], env, cwd)]
+        shell = [*RESOLVED_SHELL, "-i", "-l"]
+        argv = ["setsid", "-c", *sandbox.jail.command(shell, env, cwd)]
         proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
         os.close(slave)
         session = PtySession(session_id, proc, master)
@@ -108,22 +135,19 @@ def routes(fake: FakeDaytona) -> list[web.RouteDef]:
         ws = web.WebSocketResponse(protocols=(EXIT_CONTROL,))
         await ws.prepare(request)
         await ws.send_str(json.dumps({"type": "control", "status": "connected"}))
-        loop = asyncio.get_running_loop()
         sandbox.streams += 1
-        threading.Thread(target=session.write_loop, daemon=True).start()
-        reader = threading.Thread(
-            target=_read_loop, args=(session, ws, loop, fake, sandbox), daemon=True
-        )
-        reader.start()
+        sender = asyncio.create_task(_send_output(session, ws, fake, sandbox))
         try:
             async for msg in ws:
                 if msg.type == WSMsgType.BINARY:
-                    session.inbox.put(msg.data)
+                    session.write(msg.data)
                 elif msg.type == WSMsgType.TEXT:
-                    session.inbox.put(msg.data.encode())
+                    session.write(msg.data.encode())
         finally:
             sandbox.streams -= 1
             fake.store.refresh_activity(sandbox)
+        if sender.done():
+            sender.result()
         return ws
 
     async def kill(request: web.Request) -> web.Response:
@@ -139,30 +163,19 @@ def routes(fake: FakeDaytona) -> list[web.RouteDef]:
     return [web.get(f"{base}/create-connect", create_connect), web.delete(f"{base}/{{pty}}", kill)]
 
 
-def _read_loop(
-    session: PtySession,
-    ws: web.WebSocketResponse,
-    loop: asyncio.AbstractEventLoop,
-    fake: FakeDaytona,
-    sandbox: FakeSandbox,
+async def _send_output(
+    session: PtySession, ws: web.WebSocketResponse, fake: FakeDaytona, sandbox: FakeSandbox
 ) -> None:
-    """Thread: terminal output to the client; at the end, the exit report and the close."""
-    while data := session.read_chunk():
-        future = asyncio.run_coroutine_threadsafe(ws.send_bytes(data), loop)
-        with contextlib.suppress(Exception):
-            future.result(timeout=60)
-    code = session.proc.wait()
-    os.close(session.master)
-    session.inbox.put(None)
+    """Terminal output to the client; at the end, the exit report and the close."""
+    while data := await session.output.get():
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await ws.send_bytes(data)
+    code = await asyncio.get_running_loop().run_in_executor(None, session.proc.wait)
+    session.close()
     fake.ptys.get(sandbox.id, {}).pop(session.id, None)
     exit_code = 137 if session.killed else code
-    reason = json.dumps({"exitCode": exit_code})
-
-    async def finish() -> None:
-        with contextlib.suppress(Exception):
-            control = {"type": "control", "status": "exited", "exitCode": exit_code}
-            await ws.send_str(json.dumps(control))
-            await ws.close(code=1000 if exit_code == 0 else 1011, message=reason.encode())
-
-    with contextlib.suppress(Exception):
-        asyncio.run_coroutine_threadsafe(finish(), loop).result(timeout=30)
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        control = {"type": "control", "status": "exited", "exitCode": exit_code}
+        await ws.send_str(json.dumps(control))
+        reason = json.dumps({"exitCode": exit_code}).encode()
+        await ws.close(code=1000 if exit_code == 0 else 1011, message=reason)

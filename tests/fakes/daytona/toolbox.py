@@ -4,7 +4,8 @@ Routes are ``/toolbox/{sandboxId}/...``, as the SDK builds them from the DTO's
 ``toolboxProxyUrl``. Commands run for real inside the sandbox's namespaces
 (:mod:`.jail`), with the daemon's semantics:
 
-* ``POST /process/execute``: the command is piped to the shell's stdin, stdout
+* ``POST /process/execute``: the command is piped to the shell's stdin (the
+  shell found as the daemon finds it, for every command), stdout
   and stderr combined, its own process group; on ``timeout`` the group is
   SIGKILLed and the answer is 408.
 * ``/process/session...``: a long-lived shell per session; each command runs as
@@ -35,7 +36,17 @@ from .store import ApiError, FakeSandbox
 if TYPE_CHECKING:
     from .server import FakeDaytona
 
-SHELL = "bash"
+# The daemon resolves its shell for every command and session (GetShell: the first of
+# zsh, bash, $SHELL, sh that /etc/shells lists, found with `sh -c "grep ..."`); so does the fake.
+RESOLVED_SHELL = [
+    "/bin/sh",
+    "-c",
+    "s=$(grep '^[^#]' /etc/shells 2>/dev/null); case $s in"
+    " */usr/bin/zsh*) exec /usr/bin/zsh \"$@\";; */bin/zsh*) exec /bin/zsh \"$@\";;"
+    " */usr/bin/bash*) exec /usr/bin/bash \"$@\";; */bin/bash*) exec /bin/bash \"$@\";; esac;"
+    ' exec "${SHELL:-sh}" "$@"',
+    "sbx-fake-shell",
+]
 BOUNDARY = "DAYTONA-FILE-BOUNDARY"
 SESSION_DIR = "/tmp/.daytona/session"
 
@@ -75,7 +86,8 @@ def routes(fake: FakeDaytona) -> list[web.RouteDef]:
         sandbox = running(request)
         body = await request.json()
         fake.executes.append(body)
-        argv = sandbox.jail.command([SHELL], body.get("envs") or {}, body.get("cwd") or HOME)
+        cwd = body.get("cwd") or HOME
+        argv = sandbox.jail.command(RESOLVED_SHELL, body.get("envs") or {}, cwd)
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,
@@ -139,7 +151,7 @@ def routes(fake: FakeDaytona) -> list[web.RouteDef]:
         if session_id in fake.sessions.get(sandbox.id, {}):
             raise ApiError(409, f"session {session_id} already exists")
         proc = await asyncio.create_subprocess_exec(
-            *sandbox.jail.command([SHELL], {}),
+            *sandbox.jail.command(RESOLVED_SHELL, {}),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
