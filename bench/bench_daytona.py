@@ -129,21 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     warm, first = results["warm"], results["first_result"]
     verdict = "ok" if warm["meets_target"] else "MISSED"
     print(f"{'path':34} {'p50 ms':>9} {'p95 ms':>9}")
-    print(
-        f"{'warm echo hi, sbx session shell':34} {warm['sbx']['p50']:9.3f} {warm['sbx']['p95']:9.3f}"
-    )
-    print(
-        f"{'warm echo hi, sdk process.exec':34} "
-        f"{warm['baseline']['p50']:9.3f} {warm['baseline']['p95']:9.3f}"
-    )
-    print(f"ratio (p50): {warm['ratio_p50']:.1%}  target <= {TARGET:.0%}: {verdict}")
-    print(
-        f"{'first result, new sbx session':34} {first['sbx']['p50']:9.1f} {first['sbx']['p95']:9.1f}"
-    )
-    print(
-        f"{'first result, sdk create + exec':34} "
-        f"{first['baseline']['p50']:9.1f} {first['baseline']['p95']:9.1f}"
-    )
+    rows = [
+        ("warm echo hi, sbx session shell", warm["sbx"]),
+        ("warm echo hi, sdk process.exec", warm["baseline"]),
+        ("first result, new sbx session", first["sbx"]),
+        ("first result, sdk create + exec", first["baseline"]),
+    ]
+    for label, timing in rows:
+        print(f"{label:34} {timing['p50']:9.3f} {timing['p95']:9.3f}")
+    print(f"warm ratio (p50): {warm['ratio_p50']:.1%}  target <= {TARGET:.0%}: {verdict}")
     return 0
 
 

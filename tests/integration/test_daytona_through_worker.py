@@ -20,7 +20,7 @@ from worker.client import SandboxClient
 
 pytest.importorskip("daytona")
 
-from tests.fakes.daytona import FakeDaytona  # noqa: E402
+from tests.fakes.daytona import FakeDaytona
 
 SESSION = "dayt"
 
