@@ -42,8 +42,8 @@ RESOLVED_SHELL = [
     "/bin/sh",
     "-c",
     "s=$(grep '^[^#]' /etc/shells 2>/dev/null); case $s in"
-    " */usr/bin/zsh*) exec /usr/bin/zsh \"$@\";; */bin/zsh*) exec /bin/zsh \"$@\";;"
-    " */usr/bin/bash*) exec /usr/bin/bash \"$@\";; */bin/bash*) exec /bin/bash \"$@\";; esac;"
+    ' */usr/bin/zsh*) exec /usr/bin/zsh "$@";; */bin/zsh*) exec /bin/zsh "$@";;'
+    ' */usr/bin/bash*) exec /usr/bin/bash "$@";; */bin/bash*) exec /bin/bash "$@";; esac;'
     ' exec "${SHELL:-sh}" "$@"',
     "sbx-fake-shell",
 ]
