@@ -1,1 +1,1 @@
-"""Benchmarks comparing sbx with the baselines in DESIGN.md."""
+"""Benchmarks comparing sbx with its baselines (docs/benchmarks.md)."""

@@ -54,7 +54,7 @@ def _check(result: Any) -> None:
 
 
 def bench_local(calls: int, baseline_calls: int) -> dict[str, Any]:
-    from environments.local import LocalEnvironment
+    from environments.backends.local.environment import LocalEnvironment
 
     env = LocalEnvironment("bench-local")
     try:
@@ -71,7 +71,7 @@ def bench_local(calls: int, baseline_calls: int) -> dict[str, Any]:
 def bench_docker(calls: int, baseline_calls: int) -> dict[str, Any]:
     import docker
 
-    from environments.docker import DockerConfig, DockerEnvironment
+    from environments.backends.docker.environment import DockerConfig, DockerEnvironment
 
     client = docker.from_env()
     client.ping()
@@ -96,8 +96,8 @@ def bench_docker(calls: int, baseline_calls: int) -> dict[str, Any]:
 def bench_ssh(calls: int, baseline_calls: int, user: str | None = None) -> dict[str, Any]:
     import asyncssh
 
-    from environments.ssh import SSHConfig, SSHEnvironment, close_connections
-    from environments.ssh_channel import LOOP
+    from environments.backends.ssh.channel import LOOP
+    from environments.backends.ssh.environment import SSHConfig, SSHEnvironment, close_connections
     from tests.fixtures_backends import running_sshd
 
     with running_sshd() as server:

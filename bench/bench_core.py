@@ -31,7 +31,7 @@ from process_registry.sessions import load_or_create_secret
 from registry.context import ToolContext
 from registry.core import registry as tool_registry
 from registry.discovery import discover_builtin_tools
-from worker.broker import EmbeddedBroker
+from worker.broker.embedded import EmbeddedBroker
 from worker.client import SandboxClient
 from worker.settings import Settings
 

@@ -56,7 +56,8 @@ def fake_daytona() -> Iterator[dict[str, str]]:
 def run(calls: int, sessions: int) -> dict[str, Any]:
     import daytona
 
-    from environments.backends.daytona import DaytonaConfig, DaytonaEnvironment
+    from environments.backends.daytona.config import DaytonaConfig
+    from environments.backends.daytona.environment import DaytonaEnvironment
 
     with fake_daytona() as fake:
         config = DaytonaConfig(api_key=fake["token"], api_url=fake["api_url"], target="us")

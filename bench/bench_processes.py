@@ -26,15 +26,15 @@ from pathlib import Path
 import psutil
 
 from bench.stats import Timing, measure, report
-from environments.local import LocalEnvironment
+from environments.backends.local.environment import LocalEnvironment
 from process_registry.models import Receipt
 from process_registry.receipts import ReceiptStore
-from process_registry.registry import ProcessRegistry
+from process_registry.table import ProcessTable
 
 SESSION = "bench"
 
 
-class StampedRegistry(ProcessRegistry):
+class StampedRegistry(ProcessTable):
     """Records when the watcher noticed each exit (before the receipt is written)."""
 
     noticed: dict[str, float]

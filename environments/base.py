@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import abc
 import threading
+from collections.abc import Callable
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
+
+from environments.config import BackendConfig
+from environments.errors import Unsupported
 
 
 class ExecResult(BaseModel):
@@ -130,8 +134,19 @@ class Environment(abc.ABC):
 
     backend: ClassVar[str]
     """Registered backend name, e.g. ``"local"``."""
+    config_model: ClassVar[type[BackendConfig]]
+    """The pydantic model of this backend's settings; ``config_model()`` holds the defaults."""
+    supports_pty: ClassVar[bool] = False
+    """:meth:`spawn_on_pty` and :meth:`write_input` work (else they raise ``Unsupported``)."""
+    processes_on_worker_host: ClassVar[bool] = False
+    """Background processes run on the worker's own machine: their pids are the worker
+    kernel's, their output files are host files, and any sandbox of the session can reach
+    them. False: they live inside the sandbox and only that sandbox reaches them."""
+    can_punch_holes: ClassVar[bool] = False
+    """:meth:`trim_output_head` can discard the head of an output file (where the file
+    system allows); False: output files grow past their cap."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, config: BackendConfig | None = None) -> None:
         self.session_id = session_id
 
     @property
@@ -167,6 +182,52 @@ class Environment(abc.ABC):
         env: dict[str, str] | None = None,
     ) -> SpawnedProcess:
         """Start ``command`` detached, in the session's cwd and environment unless overridden."""
+
+    def spawn_on_pty(
+        self,
+        command: str,
+        *,
+        output_path: str,
+        status_path: str,
+        workdir: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> SpawnedProcess:
+        """As :meth:`spawn`, on a pseudo-terminal whose input :meth:`write_input` feeds.
+
+        Raises ``Unsupported`` on backends without :attr:`supports_pty`.
+        """
+        raise Unsupported(
+            f"pty background processes are not supported on the {self.backend!r} backend; "
+            "start it without pty"
+        )
+
+    def write_input(self, process: SpawnedProcess, data: bytes) -> int:
+        """Type ``data`` into a process started by :meth:`spawn_on_pty`; bytes written.
+
+        Raises ``Unsupported`` on backends without :attr:`supports_pty`, ``OSError``
+        when the process no longer takes input.
+        """
+        raise Unsupported(f"the {self.backend!r} backend has no pty input")
+
+    def process_paths(self, process_id: str, spool: str) -> tuple[str, str]:
+        """``(output_path, status_path)`` for background process ``process_id``.
+
+        ``spool`` is the worker's directory for output files of processes that run
+        on its host (:attr:`processes_on_worker_host`); other backends keep the
+        files inside the sandbox.
+        """
+        if self.processes_on_worker_host:
+            base = f"{spool}/{process_id}"
+        else:
+            base = f"/tmp/sbx-{process_id}"
+        return base + ".out", base + ".status"
+
+    def boot_id(self) -> str | None:
+        """Boot id of the kernel the sandbox's processes run on (None: cannot tell).
+
+        Part of a process's identity: a pid and start time match only on the same boot.
+        """
+        return None
 
     @abc.abstractmethod
     def is_running(self, process: SpawnedProcess) -> bool:
@@ -232,12 +293,21 @@ class Environment(abc.ABC):
         """Release the sandbox. Idempotent."""
 
     @classmethod
-    def availability(cls) -> tuple[bool, str]:
-        """Whether this backend can run here, and why not."""
+    def availability(cls, config: BackendConfig | None = None) -> tuple[bool, str]:
+        """Whether this backend can run here with ``config`` (defaults when None), and why not."""
         return True, "ok"
 
+    def touch(self) -> None:
+        """Called periodically while the session is in use or runs background processes;
+        backends whose service stops idle sandboxes refresh their activity. Default: nothing."""
+        return None
+
     @classmethod
-    def reap_orphans(cls, max_idle: float) -> list[str]:
-        """Remove sandboxes of this backend left behind by dead workers, idle for
-        more than ``max_idle`` seconds; return their names. Default: nothing to do."""
+    def reap_orphans(
+        cls, config: BackendConfig, max_idle: float, keep: Callable[[str], bool]
+    ) -> list[str]:
+        """Remove sandboxes of this backend left behind by dead workers, idle for more
+        than ``max_idle`` seconds, unless ``keep(session_id)`` claims their session (it is
+        in use by a live worker or runs background processes); return their names.
+        Default: nothing to do."""
         return []

@@ -25,8 +25,8 @@ import secrets
 import threading
 from collections.abc import Callable, Iterator
 
-from .base import Environment, ExecResult
-from .errors import WorkdirNotFound
+from environments.base import Environment, ExecResult
+from environments.errors import WorkdirNotFound
 
 Factory = Callable[[str], Environment]
 Check = Callable[[Factory], None]

@@ -14,17 +14,20 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from .base import Environment
-from .factory import backend_class
+from environments.base import Environment
+from environments.config import BackendConfig
+from environments.registry import backend_class
 
 EnvironmentFactory = Callable[[str, str], Environment]
 """``factory(backend, session_id)`` creates a sandbox."""
 
+ConfigLookup = Callable[[str], BackendConfig]
+"""``configs(backend)``: the validated config of a backend."""
 
-def default_factory(backend: str, session_id: str) -> Environment:
-    """Create a sandbox with the backend's own settings (``SBX_<BACKEND>_*``)."""
-    cls = backend_class(backend)
-    return cls(session_id)  # type: ignore[call-arg]
+
+def default_configs(backend: str) -> BackendConfig:
+    """The backend's defaults (the worker passes its settings' configs instead)."""
+    return backend_class(backend).config_model()
 
 
 @dataclass
@@ -40,12 +43,15 @@ class SandboxPool:
 
     def __init__(
         self,
-        factory: EnvironmentFactory = default_factory,
+        factory: EnvironmentFactory | None = None,
         *,
+        configs: ConfigLookup = default_configs,
         idle_ttl: float = 3600.0,
         keep_alive: Callable[[str, str], bool] | None = None,
     ) -> None:
-        self._factory = factory
+        self.config_for = configs
+        """``config_for(backend)``: the config sandboxes of ``backend`` are created with."""
+        self._factory = factory or self._create
         self.idle_ttl = idle_ttl
         self.keep_alive: Callable[[str, str], bool] = keep_alive or (lambda sid, backend: False)
         """``keep_alive(session_id, backend)``: True keeps an idle sandbox open."""
@@ -53,8 +59,11 @@ class SandboxPool:
         self._seen_backends: set[str] = set()
         self._guard = threading.Lock()
 
+    def _create(self, backend: str, session_id: str) -> Environment:
+        return backend_class(backend)(session_id, self.config_for(backend))
+
     @contextlib.contextmanager
-    def session(self, session_id: str, backend: str) -> Iterator[Environment]:
+    def use(self, session_id: str, backend: str) -> Iterator[Environment]:
         """Exclusive use of the session's sandbox for the duration of the block."""
         key = (session_id, backend)
         with self._guard:

@@ -27,12 +27,12 @@ from .tracking import AdoptionReport, Tracked, status_file_code
 if TYPE_CHECKING:
     from environments.base import Environment
 
-    from .registry import ProcessRegistry
+    from .registry import ProcessTable
 
 Action = Literal["adopt", "finalize", "skip"]
 
 
-def _decide(reg: ProcessRegistry, rec: ProcessRecord, env: Environment) -> tuple[Action, str]:
+def _decide(reg: ProcessTable, rec: ProcessRecord, env: Environment) -> tuple[Action, str]:
     if rec.boot_id is not None:
         decision = adoptable(rec, me=reg.checkpoints.me)
         if decision.action == "adopt" and status_file_code(env, rec.status_path) is not None:
@@ -47,7 +47,7 @@ def _decide(reg: ProcessRegistry, rec: ProcessRecord, env: Environment) -> tuple
     return "finalize", "ended"
 
 
-def adopt_all(reg: ProcessRegistry) -> AdoptionReport:
+def adopt_all(reg: ProcessTable) -> AdoptionReport:
     """Apply the rules of the module docstring to every checkpoint of ``reg``'s home."""
     report = AdoptionReport()
     with reg.checkpoints.locked():

@@ -50,7 +50,7 @@ class Decision:
 
 
 def adoptable(record: ProcessRecord, *, me: WriterIdentity | None = None) -> Decision:
-    """Apply DESIGN.md decision 3 to a local-machine ``record``.
+    """Apply the PID-safety rule (docs/processes.md) to a local-machine ``record``.
 
     Identity of the process is pid + kernel start time + boot id; any
     mismatch means the pid is not ours any more (recycled, or another boot)

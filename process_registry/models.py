@@ -16,37 +16,39 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from environments.base import SpawnedProcess
+from environments.errors import Denied, Invalid, SbxError
+from environments.errors import NotFound as GenericNotFound
 from environments.procinfo import process_start_time
 
 ReceiptStatus = Literal["exited", "killed", "timeout", "lost"]
 ProcessState = Literal["running", "exited", "killed", "timeout", "lost"]
 
 
-class ProcessRegistryError(Exception):
-    """Root of the registry's errors."""
+class ProcessTableError(SbxError):
+    """Root of the process table's errors."""
 
 
-class PermissionDenied(ProcessRegistryError, PermissionError):
+class PermissionDenied(ProcessTableError, Denied):
     """The verified session may not act on / read this process or receipt (CLI exit 3)."""
 
 
-class NotFound(ProcessRegistryError, LookupError):
+class NotFound(ProcessTableError, GenericNotFound):
     """No such process or receipt (CLI exit 4)."""
 
 
-class InvalidId(ProcessRegistryError, ValueError):
+class InvalidId(ProcessTableError, Invalid):
     """An id that could escape its directory or is otherwise malformed."""
 
 
-class UnsafePath(ProcessRegistryError, OSError):
+class UnsafePath(ProcessTableError, OSError):
     """A symlink, special file or foreign-owned directory where a private file was expected."""
 
 
-class AlreadyExists(ProcessRegistryError, FileExistsError):
+class AlreadyExists(ProcessTableError, FileExistsError):
     """An exclusive write lost: the file (e.g. a process's one receipt) exists already."""
 
 
-class IntegrityError(ProcessRegistryError, ValueError):
+class IntegrityError(ProcessTableError, ValueError):
     """A stored receipt does not match its own hash."""
 
 

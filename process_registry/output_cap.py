@@ -128,7 +128,7 @@ class OutputCapSweeper:
     def sweep(self, t: Tracked) -> float | None:
         """Trim ``t``'s output file once; the delay until the next sweep (None: stop)."""
         state = t.cap
-        lo, hi = self._local if t.record.backend == "local" else self._remote
+        lo, hi = self._local if t.env.processes_on_worker_host else self._remote
         try:
             trim = t.env.trim_output_head(
                 t.record.output_path, state.cap, probe=state.enforced is None

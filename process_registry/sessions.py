@@ -16,11 +16,13 @@ import re
 import secrets
 from pathlib import Path
 
+from environments.errors import Invalid
+
 TOKEN_PREFIX = "sbx1."
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
 
 
-class InvalidSessionId(ValueError):
+class InvalidSessionId(Invalid):
     """A session id that is empty, too long or has characters outside ``[A-Za-z0-9._:@-]``."""
 
 

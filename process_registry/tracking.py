@@ -44,7 +44,7 @@ class Tracked:
 
 @dataclass
 class AdoptionReport:
-    """What :meth:`ProcessRegistry.adopt_all` did with each checkpoint."""
+    """What :meth:`ProcessTable.adopt_all` did with each checkpoint."""
 
     adopted: list[str] = field(default_factory=list)
     finalized: list[str] = field(default_factory=list)
@@ -140,7 +140,7 @@ def make_chunk(
     discarded_before: int = 0,
     moved: bool = False,
 ) -> LogChunk:
-    """A :class:`LogChunk` of ``data`` read at ``offset`` (see ``ProcessRegistry.log``).
+    """A :class:`LogChunk` of ``data`` read at ``offset`` (see ``ProcessTable.log``).
 
     ``total``: the stream's size when known; ``moved``: the read was moved up to
     the discard boundary, so ``data`` starts mid-stream (see :func:`lead_cut`).

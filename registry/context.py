@@ -1,4 +1,4 @@
-"""What a tool handler may use while it runs: the caller's identity and the worker's services."""
+"""What a tool handler may use while it runs: the caller's identity and the worker's components."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ class ToolContext:
 
     ``session_id`` is verified by the worker before dispatch. ``deadline`` is a
     ``time.monotonic()`` instant after which the call must have returned.
-    ``services`` carries optional collaborators by name (approval guard,
-    process registry) so that tools can use them without ``registry`` importing
-    ``worker``.
+    ``components`` carries optional collaborators by name (the approval guard,
+    the process manager) so that tools can use them without ``registry``
+    importing ``worker``.
     """
 
     session_id: str
@@ -30,7 +30,7 @@ class ToolContext:
     redact_output: bool = True
     default_timeout: int = 180
     max_timeout: int = 3600
-    services: dict[str, Any] = field(default_factory=dict)
+    components: dict[str, Any] = field(default_factory=dict)
     cancel: threading.Event = field(default_factory=threading.Event)
     """Set when the caller cancels the call; long-running tools stop and report it."""
     forwarded: bool = False

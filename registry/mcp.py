@@ -12,7 +12,7 @@ Building a tool list never connects to an MCP server:
   snapshot. It is driven by background warmers: :meth:`prewarm`,
   :meth:`on_server_enabled`, :meth:`on_server_restarted` and
   :meth:`on_tool_list_changed`, which the session thread
-  (:mod:`registry.mcp_session`) calls when a server sends
+  (:mod:`registry.mcp_connections`) calls when a server sends
   ``notifications/tools/list_changed``.
 
 :func:`sync_mcp_tools_to_registry` registers the cached tools as entries whose
@@ -53,10 +53,10 @@ from typing import Any
 from .context import ToolContext
 from .core import ToolRegistry
 from .mcp_cache import McpCacheStore
-from .mcp_session import (
+from .mcp_connections import (
+    McpConnections,
     McpServerConfig,
     McpServerUnavailable,
-    McpSessions,
     McpToolSpec,
 )
 
@@ -102,7 +102,7 @@ class McpCatalog:
     """Cache of each server's tool list; reads never connect (see module doc).
 
     Live traffic goes through one persistent session per server
-    (:class:`~registry.mcp_session.McpSessions`, a background thread and event loop
+    (:class:`~registry.mcp_connections.McpConnections`, a background thread and event loop
     owned by the catalog), unless test doubles are injected as ``lister`` / ``caller``.
     Tool *calls* use that session too, rather than a process per call: a stdio
     server is usually stateful (its tool list, open files, logins), so a call
@@ -116,7 +116,7 @@ class McpCatalog:
     (list-changed, restart, enable) is coalesced into exactly one more run; cold
     reads and :meth:`prewarm` just join the one in flight. After a refresh that
     changed the cached list, every :meth:`subscribe` listener is called with the
-    server id (on the refresh thread). :meth:`close` stops sessions and threads.
+    server id (on the refresh thread). :meth:`close` stops connections and threads.
 
     ``store`` seeds the cache at construction and receives every refresh outcome,
     written *after* the listeners ran: once a process sees a tool in the file, the
@@ -144,7 +144,7 @@ class McpCatalog:
         self._closed = False
         self._lister, self._caller = lister, caller
         # starts no thread until first used; the notification path re-enters the catalog
-        self._sessions = McpSessions(on_tools_changed=self.on_tool_list_changed)
+        self._connections = McpConnections(on_tools_changed=self.on_tool_list_changed)
 
     def _seed(self, store: McpCacheStore) -> None:
         """Start from the persisted snapshot of each configured server (same config only)."""
@@ -197,7 +197,7 @@ class McpCatalog:
 
     def is_connected(self, server_id: str) -> bool:
         """Whether ``server_id`` has a live session now (for status views; never connects)."""
-        return self._sessions.is_connected(server_id)
+        return self._connections.is_connected(server_id)
 
     def refresh_tools(self, server_id: str) -> list[McpToolSpec] | None:
         """Live: list over the server's session, write the cache. On failure keep the last good.
@@ -213,12 +213,12 @@ class McpCatalog:
             reconnect = server_id in self._reconnect
             self._reconnect.discard(server_id)
         if server is None or not server.enabled or reconnect:
-            self._sessions.disconnect(server_id)
+            self._connections.disconnect(server_id)
         if server is None or not server.enabled:
             return self._cache.get(server_id)
         try:
             if self._lister is None:
-                tools = self._sessions.list_tools(server)
+                tools = self._connections.list_tools(server)
             else:
                 lister = self._lister
 
@@ -347,7 +347,7 @@ class McpCatalog:
             raise McpServerUnavailable("this MCP catalog is offline (read-only): call the worker")
         if self._caller is not None:
             return await self._caller(server, tool, args)
-        return await self._sessions.call_tool(server, tool, args)
+        return await self._connections.call_tool(server, tool, args)
 
     def close(self) -> None:
         """Stop every session and server process, then join the refresh threads. Final.
@@ -357,7 +357,7 @@ class McpCatalog:
         """
         with self._lock:
             self._closed = True
-        self._sessions.close()
+        self._connections.close()
         self.wait_idle()
 
     def __enter__(self) -> McpCatalog:

@@ -21,7 +21,7 @@ Contracts:
   reconfigured server counts as never warmed.
 * Nothing secret is written: env values never are, and error texts and tool
   descriptions go through :func:`process_registry.redact.redact_text` first
-  (CONTRACT.md: no recognised secret in any file under ``SBX_HOME``).
+  (docs/processes.md: no recognised secret in any file under ``SBX_HOME``).
 * It is a cache, not a source of truth: a missing, corrupt or unsafe file reads
   as empty, and a failed write is logged, never raised to the refresh.
 
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .mcp_session import McpServerConfig, McpToolSpec
+from .mcp_connections import McpServerConfig, McpToolSpec
 
 __all__ = ["CACHE_FILE", "CachedServer", "McpCacheStore", "config_fingerprint"]
 

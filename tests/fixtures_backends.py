@@ -1,6 +1,6 @@
 """Fixtures that give tests real sandbox backends: local, docker, ssh, apptainer stand-in.
 
-Registered from tests/conftest.py (``pytest_plugins``). Services that cannot be
+Registered from tests/conftest.py (``pytest_plugins``). WorkerRuntime that cannot be
 reached are a *failure* in CI (``CI`` set) and a skip with the reason locally:
 
 * docker: a Docker engine with the images built by ``tests/services/docker.sh``;
@@ -67,7 +67,7 @@ class _Tracker:
 
 @pytest.fixture
 def local_factory(tmp_path: Path) -> Iterator[Factory]:
-    from environments.local import LocalConfig, LocalEnvironment
+    from environments.backends.local.environment import LocalConfig, LocalEnvironment
 
     config = LocalConfig(cwd=str(tmp_path), kill_grace=KILL_GRACE)
     tracker = _Tracker(lambda sid: LocalEnvironment(sid, config=config))
@@ -97,13 +97,13 @@ def docker_client_ready() -> object:
             unavailable(f"test image {image} missing; run tests/services/docker.sh")
     yield client
     # Whatever this test run left behind (a crashed test) goes.
-    from environments.docker import reap_orphans
+    from environments.backends.docker.environment import reap_orphans
 
     reap_orphans(-1, client=client, labels={"sbx.worker": f"{socket.gethostname()}:{os.getpid()}"})
 
 
 def make_docker_factory(client: Any, image: str, **overrides: Any) -> _Tracker:
-    from environments.docker import DockerConfig, DockerEnvironment
+    from environments.backends.docker.environment import DockerConfig, DockerEnvironment
 
     config = DockerConfig(image=image, kill_grace=KILL_GRACE, **overrides)
     return _Tracker(lambda sid: DockerEnvironment(sid, config=config, client=client))
@@ -264,7 +264,7 @@ def sshd_server() -> Iterator[SSHServer]:
 
 
 def ssh_config_for(server: SSHServer, **overrides: object) -> object:
-    from environments.ssh import SSHConfig
+    from environments.backends.ssh.environment import SSHConfig
 
     settings: dict[str, object] = {
         "host": server.host,
@@ -282,7 +282,7 @@ def ssh_config_for(server: SSHServer, **overrides: object) -> object:
 @pytest.fixture
 def ssh_factory(sshd_server: SSHServer) -> Iterator[Factory]:
     try:
-        from environments.ssh import SSHEnvironment
+        from environments.backends.ssh.environment import SSHEnvironment
     except ImportError:
         unavailable("asyncssh is not installed (pip install 'sbx[ssh]')")
     config = ssh_config_for(sshd_server)
@@ -338,7 +338,7 @@ def fake_apptainer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[
 
 @pytest.fixture
 def apptainer_factory(fake_apptainer: Path, apptainer_rootfs: Path) -> Iterator[Factory]:
-    from environments.apptainer import ApptainerConfig, ApptainerEnvironment
+    from environments.backends.apptainer import ApptainerConfig, ApptainerEnvironment
 
     config = ApptainerConfig(image=str(apptainer_rootfs), kill_grace=KILL_GRACE)
     tracker = _Tracker(lambda sid: ApptainerEnvironment(sid, config=config))

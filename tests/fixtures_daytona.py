@@ -19,7 +19,7 @@ import pytest
 from tests.fixtures_backends import KILL_GRACE, Factory, _Tracker, unavailable
 
 if TYPE_CHECKING:
-    from environments.backends.daytona import DaytonaConfig
+    from environments.backends.daytona.config import DaytonaConfig
     from tests.fakes.daytona import FakeDaytona
 
 
@@ -44,7 +44,7 @@ def daytona_fake() -> Iterator[FakeDaytona]:
 
 def daytona_config(fake: FakeDaytona, **overrides: Any) -> DaytonaConfig:
     """Settings that point the backend at ``fake``, with a short kill grace."""
-    from environments.backends.daytona import DaytonaConfig
+    from environments.backends.daytona.config import DaytonaConfig
 
     settings: dict[str, Any] = {
         "api_key": fake.token,
@@ -58,7 +58,7 @@ def daytona_config(fake: FakeDaytona, **overrides: Any) -> DaytonaConfig:
 
 @pytest.fixture
 def daytona_factory(daytona_fake: FakeDaytona) -> Iterator[Factory]:
-    from environments.backends.daytona import DaytonaEnvironment
+    from environments.backends.daytona.environment import DaytonaEnvironment
 
     config = daytona_config(daytona_fake)
     tracker = _Tracker(lambda sid: DaytonaEnvironment(sid, config=config))

@@ -1,11 +1,20 @@
-"""One settings object for the whole process, read once (``SBX_*`` variables, CONTRACT.md).
+"""One settings object for the whole process, read once (``SBX_*`` variables and config.yaml).
 
 Values come from the environment first, then from ``$SBX_HOME/config.yaml``
 (the same keys in lower case, e.g. ``broker_url: redis://...``), then defaults.
+This is the only place that reads either. It also carries:
+
+* each backend's settings: ``SBX_<BACKEND>_<KEY>`` variables over the
+  ``<backend>:`` (or ``backends: {<backend>: ...}``) mappings of config.yaml,
+  validated by the backend's own config model (``worker.service.backends``);
+* the approval policy (``approvals``, ``command_allowlist``, ``command_denylist``);
+* the tool registry's plugin settings (``plugins``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 from functools import cache
@@ -31,10 +40,12 @@ from pydantic_settings import (
 )
 from pydantic_settings import SettingsError as SettingsSourceError
 
+from environments.errors import Invalid
+
 log = logging.getLogger(__name__)
 
 
-class SettingsError(ValueError):
+class SettingsError(Invalid):
     """The configuration (``SBX_*`` or config.yaml) is invalid; one line, values never shown."""
 
 
@@ -61,9 +72,27 @@ class _YamlFileSource(InitSettingsSource):
                 raise SettingsError(f"{path} must hold a mapping of settings")
             if path.stat().st_mode & 0o077 and ({"secret_key", "mcp_servers"} & loaded.keys()):
                 log.warning("%s holds secrets but other users may read it: chmod 600 it", path)
-            fields = settings_cls.model_fields
-            data = {k: v for k, v in loaded.items() if k in fields}
+            data = _split_document(loaded, settings_cls.model_fields)
         super().__init__(settings_cls, data)
+
+
+def _split_document(loaded: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """config.yaml's settings; other top-level mappings are backends' settings."""
+    data = {k: v for k, v in loaded.items() if k in fields}
+    backends: dict[str, Any] = {}
+    if isinstance(data.get("backends"), dict):
+        backends.update(data["backends"])
+    for key, value in loaded.items():
+        if key not in fields and isinstance(value, dict):
+            backends[key] = value
+    data["backends"] = backends
+    return data
+
+
+def _env_backend_vars() -> dict[str, str]:
+    """``SBX_*`` variables that name no setting: candidates for ``SBX_<BACKEND>_<KEY>``."""
+    own = {f"SBX_{name.upper()}" for name in Settings.model_fields}
+    return {k: v for k, v in os.environ.items() if k.startswith("SBX_") and k not in own}
 
 
 class McpServerSettings(BaseModel):
@@ -72,7 +101,7 @@ class McpServerSettings(BaseModel):
     ``env`` values are secrets: kept as ``SecretStr`` (masked in reprs and in
     validation errors) and given only to the server process, which inherits
     nothing else of the worker's environment but a credential-free baseline
-    (``registry.mcp_session.BASELINE_ENV_VARS``: ``PATH``, ``HOME``, user, locale).
+    (``registry.mcp_connections.BASELINE_ENV_VARS``: ``PATH``, ``HOME``, user, locale).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -89,6 +118,15 @@ class McpServerSettings(BaseModel):
     """Tools that always ask for approval and are never deferred."""
     timeout: float = Field(default=30.0, gt=0, le=3600)
     """Seconds for start-up + handshake and for each request."""
+
+
+def env_value_for(value: str) -> Any:
+    """A variable's text, or the JSON it holds for structured keys (``[...]``, ``{...}``)."""
+    stripped = value.strip()
+    if stripped[:1] in ("[", "{"):
+        with contextlib.suppress(ValueError):
+            return json.loads(stripped)
+    return value
 
 
 class _Hidden:
@@ -137,7 +175,7 @@ McpServers = Annotated[
 
 
 class Settings(BaseSettings):
-    """Deployment settings of sbx; see CONTRACT.md for the public ones."""
+    """Deployment settings of sbx; docs/configuration.md lists the public ones."""
 
     model_config = SettingsConfigDict(env_prefix="SBX_", extra="ignore", frozen=True)
 
@@ -181,6 +219,16 @@ class Settings(BaseSettings):
     """Path of the redis-server binary for the embedded broker; found automatically when unset."""
     mcp_servers: McpServers = Field(default_factory=dict)
     """MCP servers by id (1-64 of ``[A-Za-z0-9_-]``); see docs/architecture.md, "MCP tools"."""
+    backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Backends' settings from config.yaml by backend name (``worker.service.backends``)."""
+    approvals: dict[str, Any] = Field(default_factory=dict)
+    """The approval policy (config.yaml ``approvals:``; see docs/approvals.md)."""
+    command_allowlist: list[str] = Field(default_factory=list)
+    command_denylist: list[str] = Field(default_factory=list)
+    plugins: dict[str, Any] = Field(default_factory=dict)
+    """Tool registry plugin settings (``plugins.entries.<id>.allow_tool_override``)."""
+    backend_env: dict[str, str] = Field(default_factory=_env_backend_vars, exclude=True, repr=False)
+    """``SBX_<BACKEND>_<KEY>`` variables as read at start (values may be secrets)."""
 
     @field_validator("process_output_cap", mode="after")
     @classmethod
@@ -205,6 +253,14 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return init_settings, env_settings, _YamlFileSource(settings_cls)
 
+    def approval_document(self) -> dict[str, Any]:
+        """The approval policy as config.yaml spells it (``approvals`` and the two lists)."""
+        return {
+            "approvals": dict(self.approvals),
+            "command_allowlist": list(self.command_allowlist),
+            "command_denylist": list(self.command_denylist),
+        }
+
     @property
     def secret_path(self) -> Path:
         """Where the generated secret key lives when ``SBX_SECRET_KEY`` is unset."""
@@ -222,7 +278,11 @@ def get_settings() -> Settings:
     except SettingsSourceError as exc:  # e.g. malformed JSON in SBX_MCP_SERVERS
         raise SettingsError(f"invalid configuration (config.yaml or SBX_*): {exc}") from None
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise SettingsError(f"invalid configuration (config.yaml or SBX_*): {problems}") from None
+        raise SettingsError(
+            f"invalid configuration (config.yaml or SBX_*): {problems_of(exc)}"
+        ) from None
+
+
+def problems_of(exc: ValidationError) -> str:
+    """Where each problem is and what is wrong, never the offending value (it may be secret)."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())

@@ -1,1 +1,0 @@
-"""Sandbox backends, one module or package each; imported lazily through the backend table."""

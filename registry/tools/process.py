@@ -1,9 +1,9 @@
 """The ``process`` tool: observe and control the caller's background processes.
 
-Arguments (CONTRACT.md): ``{"action": "list"|"poll"|"log"|"wait"|"kill"|"write",
+Arguments (docs/tool-calls.md): ``{"action": "list"|"poll"|"log"|"wait"|"kill"|"write",
 "process_id", "timeout", "offset", "limit", "data"}``. The handler delegates to
-the worker's process service (``ctx.services["processes"]``, see
-``worker.processes.ProcessService.handle``), which checks the verified session
+the worker's process service (``ctx.components["processes"]``, see
+``worker.processes.ProcessManager.handle``), which checks the verified session
 against each process's owner. Results are JSON objects; failures are
 ``{"error": ..., "status": "denied" | "not_found" | "invalid" | "error"}``.
 """
@@ -95,7 +95,7 @@ class ProcessArgs(BaseModel):
 
 def handle_process(args: ProcessArgs, ctx: ToolContext) -> dict[str, Any]:
     """Delegate to the worker's process service (owner checks happen there)."""
-    service = ctx.services.get("processes")
+    service = ctx.components.get("processes")
     if service is None:
         return {"error": "background processes are not enabled on this worker", "status": "error"}
     return dict(service.handle(args, ctx))

@@ -51,7 +51,7 @@ TERMINAL_SCHEMA: dict[str, Any] = {
 
 
 class TerminalArgs(BaseModel):
-    """Validated arguments of ``terminal`` (CONTRACT.md)."""
+    """Validated arguments of ``terminal`` (docs/tool-calls.md)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -73,7 +73,7 @@ def _redact(text: str, ctx: ToolContext) -> str:
 
 def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     """Run the command (or start it in the background) after the approval check."""
-    guard = ctx.services.get("approval")
+    guard = ctx.components.get("approval")
     if guard is not None:
         # Checked on every call (retries included): an allow may consume a once-approval.
         decision = guard.check(args.command, session_id=ctx.session_id, backend=ctx.backend)
@@ -81,7 +81,7 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
         if refusal is not None:
             return dict(refusal)
     if args.background:
-        processes = ctx.services.get("processes")
+        processes = ctx.components.get("processes")
         if processes is None:
             return {"error": "background processes are not enabled on this worker"}
         return dict(processes.start_from_tool(args, ctx))
@@ -89,7 +89,7 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     # Leave the worker a moment to answer before the call's own deadline.
     timeout_s = max(0.1, min(float(timeout), ctx.remaining() - 0.5))
     try:
-        with ctx.pool.session(ctx.session_id, ctx.backend) as env:
+        with ctx.pool.use(ctx.session_id, ctx.backend) as env:
             result = env.exec(
                 args.command,
                 workdir=args.workdir,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from environments import conformance
-from environments.apptainer import ApptainerConfig, ApptainerEnvironment, instance_name
+from environments.backends.apptainer import ApptainerConfig, ApptainerEnvironment, instance_name
 from tests.fixtures_backends import FAKES, KILL_GRACE, Factory
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -22,10 +23,11 @@ from tests.helpers import wait_until
 
 pytest.importorskip("daytona")
 
-from environments.backends.daytona import DaytonaConfig, DaytonaEnvironment, reap_orphans
-from environments.backends.daytona.config import sandbox_name
+from environments.backends.daytona.config import DaytonaConfig, sandbox_name
+from environments.backends.daytona.environment import DaytonaEnvironment, reap_orphans
 from environments.backends.daytona.sdk import worker_label
 from tests.fakes.daytona import FakeDaytona
+from tests.fakes.daytona.store import FakeSandbox
 
 
 @pytest.mark.parametrize("check", sorted(conformance.CHECKS))
@@ -183,7 +185,7 @@ def test_touch_keeps_an_idle_sandbox_from_auto_stopping(
         env.exec("true")
         env.shell.close()  # no terminal open: only explicit activity counts now
         sandbox = daytona_fake.sandbox(env.sandbox_id)
-        wait_until(lambda s=sandbox: s.streams == 0, 30, "the fake to see the terminal closed")
+        wait_until(partial(_no_streams, sandbox), 30, "the fake to see the terminal closed")
     assert daytona_fake.advance(10 * 60) == []
     refreshes = daytona_fake.sandbox(kept.sandbox_id).activity_refreshes
     kept.touch()
@@ -192,6 +194,10 @@ def test_touch_keeps_an_idle_sandbox_from_auto_stopping(
     assert changes.get(idle.sandbox_id) == "stopped"
     assert kept.sandbox_id not in changes
     assert daytona_fake.sandbox(kept.sandbox_id).state == "started"
+
+
+def _no_streams(sandbox: FakeSandbox) -> bool:
+    return sandbox.streams == 0
 
 
 def test_close_deletes_stops_or_keeps_as_configured(

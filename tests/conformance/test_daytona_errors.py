@@ -16,19 +16,19 @@ from pathlib import Path
 
 import pytest
 
-from environments.errors import SandboxError
+from environments.errors import (
+    AuthenticationFailed,
+    CredentialsMissing,
+    QuotaExceeded,
+    SandboxError,
+    ServiceUnreachable,
+)
 from tests.fixtures_daytona import daytona_config
 from tests.helpers import REPO, free_port
 
 pytest.importorskip("daytona")
 
-from environments.backends.daytona import DaytonaEnvironment
-from environments.backends.daytona.errors import (
-    AuthenticationFailed,
-    CredentialsMissing,
-    QuotaExceeded,
-    ServiceUnreachable,
-)
+from environments.backends.daytona.environment import DaytonaEnvironment
 from tests.fakes.daytona import SDK_VERSION, FakeDaytona
 
 

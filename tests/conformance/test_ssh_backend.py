@@ -11,11 +11,13 @@ from pathlib import Path
 import psutil
 import pytest
 
+from environments.backends.ssh.channel import POOL
+from environments.backends.ssh.environment import HostKeyNotVerified, SSHConfig, SSHEnvironment
 from environments.errors import BackendUnavailable
-from environments.ssh import HostKeyNotVerified, SSHConfig, SSHEnvironment
-from environments.ssh_channel import POOL
 from tests.fixtures_backends import SSHServer, ssh_config_for
 from tests.helpers import wait_until
+from worker.service.backends import backend_config
+from worker.settings import Settings
 
 
 def _config(server: SSHServer, **overrides: object) -> SSHConfig:
@@ -67,10 +69,11 @@ def test_settings_come_from_the_environment(
     monkeypatch.setenv("SBX_SSH_KEY_FILE", sshd_server.key_file)
     monkeypatch.setenv("SBX_SSH_KNOWN_HOSTS", sshd_server.known_hosts)
     monkeypatch.setenv("SBX_SSH_USE_AGENT", "false")
-    env = SSHEnvironment("ssh-from-env")
+    config = backend_config(Settings(), "ssh")
+    env = SSHEnvironment("ssh-from-env", config)
     try:
         assert env.exec("echo via-env").output == "via-env\n"
-        assert SSHEnvironment.availability()[0]
+        assert SSHEnvironment.availability(config)[0]
     finally:
         env.close()
 

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 import redis
 
-from tests.conftest import settings_for, worker_env
+from tests.fixtures_workers import settings_for, worker_env
 from tests.helpers import REPO, RabbitMQProcess, short_tmpdir, wait_until
-from worker.app import create_app
-from worker.broker import EmbeddedBroker
+from worker.broker.app import create_app
+from worker.broker.connection import resolve_ledger_url
+from worker.broker.embedded import EmbeddedBroker
 from worker.client import SandboxClient
-from worker.connection import resolve_ledger_url
-from worker.processes import worker_queue_name
+from worker.protocol.tasks import own_queue_name
 from worker.settings import Settings, SettingsError
 
 WAIT = 60.0
@@ -170,14 +170,14 @@ def test_ledger_url_defaults_and_errors(tmp_path: Path) -> None:
 def test_a_remote_amqp_broker_with_a_local_ledger_is_warned_about(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level("WARNING", logger="worker.connection"):
+    with caplog.at_level("WARNING", logger="worker.broker.connection"):
         resolve_ledger_url(
             Settings(home=tmp_path, broker_url="amqp://u:pw-9d2@rabbit.example//"),
             start_embedded=False,
         )
     assert "SBX_LEDGER_URL" in caplog.text and "pw-9d2" not in caplog.text
     caplog.clear()
-    with caplog.at_level("WARNING", logger="worker.connection"):
+    with caplog.at_level("WARNING", logger="worker.broker.connection"):
         resolve_ledger_url(
             Settings(home=tmp_path, broker_url="amqp://u:pw@127.0.0.1//"), start_embedded=False
         )
@@ -190,7 +190,7 @@ def test_transport_specific_celery_options(tmp_path: Path) -> None:
     assert amqp_app.conf.broker_transport_options == {"confirm_publish": True}
     assert not amqp_app.conf.worker_disable_prefetch  # Redis-only in Celery
     assert (amqp_app.conf.task_acks_late, amqp_app.conf.worker_prefetch_multiplier) == (False, 1)
-    other_worker = worker_queue_name(settings, host="h", pid=1)
+    other_worker = own_queue_name(settings.queue, host="h", pid=1)
     assert amqp_app.amqp.queues[other_worker].no_declare  # its worker declares it
     assert not amqp_app.amqp.queues["sbx"].no_declare
     redis_app = create_app("redis://127.0.0.1:1/0", settings)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import settings_for, worker_env
+from tests.fixtures_workers import settings_for, worker_env
 from tests.helpers import REPO
 from worker.client import SandboxClient
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import settings_for
+from tests.fixtures_workers import settings_for
 from tests.helpers import RedisProcess, wait_until
 from worker.client import BrokerUnavailable, SandboxClient
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import worker_env
+from tests.fixtures_workers import worker_env
 from tests.helpers import REPO
 
 

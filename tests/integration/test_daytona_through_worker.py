@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import settings_for
+from tests.fixtures_workers import settings_for
 from tests.helpers import files_containing
 from worker.client import SandboxClient
 

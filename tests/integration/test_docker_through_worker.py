@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import settings_for
+from tests.fixtures_workers import settings_for
 from worker.client import SandboxClient
 
 IMAGE = "sbx-test-busybox:latest"

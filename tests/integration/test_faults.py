@@ -8,12 +8,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import settings_for
+from tests.fixtures_workers import settings_for
 from tests.helpers import wait_until
-from worker.app import TOOL_CALL_TASK
 from worker.client import SandboxClient
-from worker.liveness import claim_key
-from worker.messages import ToolCallMessage
+from worker.protocol.ledger import claim_key
+from worker.protocol.messages import ToolCallMessage
+from worker.protocol.tasks import TOOL_CALL_TASK
 
 
 def test_redelivered_call_runs_once(

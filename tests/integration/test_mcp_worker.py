@@ -18,7 +18,7 @@ import yaml
 
 from process_registry.sessions import load_or_create_secret
 from registry.mcp import wire_name
-from tests.conftest import settings_for
+from tests.fixtures_workers import settings_for
 from tests.helpers import files_containing, require_module, wait_until
 from tests.integration.test_cli import sbx
 from worker.client import SandboxClient

@@ -12,16 +12,16 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import settings_for
+from tests.fixtures_workers import settings_for
 from tests.helpers import WorkerProcess
 from worker.client import SandboxClient
-from worker.forwarding import route_key
-from worker.processes import worker_queue_name
+from worker.protocol.ledger import route_key
+from worker.protocol.tasks import own_queue_name
 
 
 def own_queue(home: Path, worker: WorkerProcess) -> str:
     assert worker.proc is not None
-    return worker_queue_name(settings_for(home, None), socket.gethostname(), worker.proc.pid)
+    return own_queue_name(settings_for(home, None).queue, socket.gethostname(), worker.proc.pid)
 
 
 def call(client: SandboxClient, queue: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import settings_for, worker_env
+from tests.fixtures_workers import settings_for, worker_env
 from tests.helpers import REPO, files_containing, wait_until
 from worker.client import SandboxClient
-from worker.process_messages import ProcessError
+from worker.errors import ProcessError
 
 GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 OPENAI = "sk-" + "proj" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe"

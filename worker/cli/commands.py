@@ -9,8 +9,10 @@ import shlex
 import sys
 from typing import Any
 
-from ..settings import Settings, get_settings
-from .output import EXIT_DENIED, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, emit, fail
+from worker.errors import exit_code_for
+from worker.settings import Settings, get_settings
+
+from .output import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, emit, fail
 
 Sub = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -25,18 +27,13 @@ def cli_session_id(settings: Settings) -> str:
 
 
 def _client(settings: Settings, backend: str | None = None) -> Any:
-    from ..client import ClientError, SandboxClient
+    from worker.client import SandboxClient
 
-    try:
-        return SandboxClient(
-            session_id=cli_session_id(settings), backend=backend, settings=settings
-        )
-    except ClientError as exc:
-        fail(str(exc), EXIT_DENIED if "token" in str(exc) else EXIT_USAGE)
+    return SandboxClient(session_id=cli_session_id(settings), backend=backend, settings=settings)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from ..runner import run_worker
+    from worker.service.runner import run_worker
 
     settings = get_settings()
     queues = args.queues.split(",") if args.queues else None
@@ -79,7 +76,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
     if status in ("approval_required", "blocked", "denied"):
         reason = result.get("description") or result.get("error") or status
         extra = f" (approval id {result['approval_id']})" if result.get("approval_id") else ""
-        fail(f"{status}: {reason}{extra}", EXIT_DENIED)
+        fail(f"{status}: {reason}{extra}", exit_code_for(status))
     if result.get("exit_code") is None:
         fail(result.get("error") or "the call returned no exit code", EXIT_FAILURE)
     if result.get("error") and not args.json:
@@ -120,17 +117,9 @@ def cmd_approval(args: argparse.Namespace) -> int:
         f" ({result.error})" if result.error else ""
     )
     emit(payload, as_json=args.json, human=human)
-    return _APPROVAL_EXIT.get(result.status, EXIT_FAILURE)
-
-
-_APPROVAL_EXIT = {
-    "approved": EXIT_OK,
-    "denied": EXIT_OK,
-    "forbidden": EXIT_DENIED,
-    "not_found": EXIT_NOT_FOUND,
-    "expired": EXIT_USAGE,
-    "resolved": EXIT_USAGE,
-}
+    if result.status in ("approved", "denied") and not result.error:
+        return EXIT_OK  # the answer was taken
+    return exit_code_for(result.status)
 
 
 def cmd_call(args: argparse.Namespace) -> int:
@@ -152,8 +141,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
         all_toolset_names,
         get_tool_definitions,
     )
-
-    from ..mcp_wiring import open_offline_catalog
+    from worker.service.mcp import open_offline_catalog
 
     settings = get_settings()
     discover_builtin_tools()
@@ -175,17 +163,12 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Backends, broker, ledger and configured MCP servers (from the snapshot: never connects)."""
-    from environments.factory import backend_availability, backend_names
-
-    from ..broker import EmbeddedBroker
-    from ..connection import display_url, resolve_ledger_url, url_scheme
-    from ..mcp_wiring import open_offline_catalog
+    from worker.broker.connection import display_url, resolve_ledger_url, url_scheme
+    from worker.broker.embedded import EmbeddedBroker
+    from worker.service.mcp import open_offline_catalog
 
     settings = get_settings()
-    backends = {}
-    for name in backend_names():
-        ok, reason = backend_availability(name)
-        backends[name] = {"available": ok, "reason": reason}
+    backends, configs = _backend_report(settings)
     embedded = EmbeddedBroker(settings.home, settings.embedded_redis_server)
 
     def where(url: str | None) -> dict[str, Any]:  # never connects; passwords masked
@@ -198,12 +181,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     catalog = open_offline_catalog(settings)
     mcp = [catalog.status(sid) for sid in sorted(catalog.servers)]
     report = {"home": str(settings.home), "default_backend": settings.backend,
-              "backends": backends, "broker": broker, "ledger": ledger,
+              "backends": backends, "configs": configs, "broker": broker, "ledger": ledger,
               "mcp_servers": mcp}  # fmt: skip
     lines = [f"home: {settings.home}", f"broker: {broker}", f"ledger: {ledger}"]
     lines += [
         f"  {'ok ' if v['available'] else 'no '} {k}: {v['reason']}" for k, v in backends.items()
     ]
+    lines += [f"  config {k}: {json.dumps(v)}" for k, v in configs.items()]
     for m in mcp:
         tools = "never refreshed" if m["cached_tools"] is None else f"{m['cached_tools']} tools"
         state = "enabled" if m["enabled"] else "disabled"
@@ -213,8 +197,34 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _backend_report(
+    settings: Settings,
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """``(availability by backend name, effective config by backend)``; secrets masked."""
+    from environments.errors import UnknownBackend
+    from environments.registry import backend_availability, backend_names, canonical_name
+    from worker.service.backends import backend_config
+    from worker.settings import SettingsError
+
+    backends: dict[str, dict[str, Any]] = {}
+    configs: dict[str, dict[str, Any]] = {}
+    for name in backend_names(with_aliases=True):
+        try:
+            config = backend_config(settings, name)
+        except SettingsError as exc:
+            backends[name] = {"available": False, "reason": str(exc)}
+            continue
+        except (UnknownBackend, ImportError):
+            config = None
+        ok, reason = backend_availability(name, config)
+        backends[name] = {"available": ok, "reason": reason}
+        if config is not None:
+            configs[canonical_name(name)] = config.public_view()
+    return backends, configs
+
+
 def cmd_broker(args: argparse.Namespace) -> int:
-    from ..broker import EmbeddedBroker
+    from worker.broker.embedded import EmbeddedBroker
 
     settings = get_settings()
     if settings.broker_url:

@@ -15,8 +15,9 @@ import subprocess
 import sys
 from typing import Any
 
-from ..broker import EmbeddedBroker
-from ..settings import get_settings
+from worker.broker.embedded import EmbeddedBroker
+from worker.settings import get_settings
+
 from .output import EXIT_FAILURE, EXIT_OK, fail
 
 DEMO_CALLS: list[tuple[str, Any]] = [
@@ -33,7 +34,7 @@ DEMO_CALLS: list[tuple[str, Any]] = [
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..client import SandboxClient
+    from worker.client import SandboxClient
 
     settings = get_settings()
     started_broker = False

@@ -1,4 +1,4 @@
-"""The ``sbx`` command line (CONTRACT.md, "CLI")."""
+"""The ``sbx`` command line (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,15 @@ import argparse
 import logging
 import sys
 
-from ..settings import SettingsError
+from worker.errors import SbxError, exit_code_for
+
 from .commands import add_core_commands
 from .output import EXIT_FAILURE, EXIT_USAGE, CliError
 from .process_commands import add_process_commands
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that exits with status 2 and a one-line error, as CONTRACT.md says."""
+    """argparse that exits with status 2 and a one-line error, as docs/cli.md says."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"sbx: {message} (see `{self.prog} --help`)\n")
@@ -41,9 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         sys.stderr.write(f"sbx: {exc}\n")
         return exc.status
-    except SettingsError as exc:
+    except SbxError as exc:  # every sbx error says its own exit code through its status
         sys.stderr.write(f"sbx: {exc}\n")
-        return EXIT_USAGE
+        return exit_code_for(exc.status)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # one line, never a traceback

@@ -1,4 +1,8 @@
-"""How CLI commands report: exit codes and errors of CONTRACT.md, ``--json`` output."""
+"""How CLI commands report: one-line errors with exit codes (docs/cli.md), ``--json`` output.
+
+Exit codes come from :data:`worker.errors.EXIT_FOR_STATUS`, the one table from a
+wire status to an exit code.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,11 @@ import json
 import sys
 from typing import Any, NoReturn
 
+from worker.errors import EXIT_DENIED, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_USAGE
+
 EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_DENIED = 3
-EXIT_NOT_FOUND = 4
+
+__all__ = ["EXIT_DENIED", "EXIT_FAILURE", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "CliError"]
 
 
 class CliError(Exception):

@@ -1,4 +1,4 @@
-"""CLI commands for background processes, receipts and sessions (CONTRACT.md "CLI").
+"""CLI commands for background processes, receipts and sessions (docs/cli.md).
 
 ``sbx start|ps|poll|logs|wait|kill``, ``sbx receipts list|show|verify|prune``,
 ``sbx session token|continue``. Session-scoped commands act as
@@ -13,29 +13,23 @@ import argparse
 import sys
 from typing import Any
 
-from ..settings import Settings, get_settings
-from .commands import cli_session_id
-from .output import EXIT_DENIED, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, emit, fail
+from worker.settings import Settings, get_settings
 
-_STATUS_EXIT = {"denied": EXIT_DENIED, "not_found": EXIT_NOT_FOUND, "invalid": EXIT_USAGE}
+from .commands import cli_session_id
+from .output import EXIT_DENIED, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, emit, fail
 
 
 def _client(settings: Settings, backend: str | None = None, session: str | None = None) -> Any:
-    from ..client import ClientError, SandboxClient
+    from worker.client import SandboxClient
 
-    try:
-        return SandboxClient(
-            session_id=session or cli_session_id(settings), backend=backend, settings=settings
-        )
-    except ClientError as exc:
-        fail(str(exc), EXIT_DENIED if "token" in str(exc) else EXIT_USAGE)
-    except ValueError as exc:  # a malformed session id
-        fail(str(exc), EXIT_USAGE)
+    return SandboxClient(
+        session_id=session or cli_session_id(settings), backend=backend, settings=settings
+    )
 
 
 def _run(action: Any) -> Any:
     """``action()``, with a ProcessError turned into the CLI's one-line error and exit code."""
-    from ..process_messages import ProcessError
+    from worker.errors import ProcessError, exit_code_for
 
     try:
         return action()
@@ -43,7 +37,7 @@ def _run(action: Any) -> Any:
         if exc.status == "denied":
             fail("permission denied: this session may not do that (check SBX_SESSION_ID and "
                  "SBX_SESSION_TOKEN)", EXIT_DENIED)  # fmt: skip
-        fail(str(exc), _STATUS_EXIT.get(exc.status, EXIT_FAILURE))
+        fail(str(exc), exit_code_for(exc.status))
 
 
 def _status_line(p: Any) -> str:
@@ -156,7 +150,7 @@ def cmd_session(args: argparse.Namespace) -> int:
 
     settings = get_settings()
     if args.action == "token":
-        from ..services import load_signer
+        from worker.identity import load_signer
 
         if len(args.ids) != 1:
             fail("usage: sbx session token SESSION_ID", EXIT_USAGE)

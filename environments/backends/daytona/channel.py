@@ -59,7 +59,7 @@ class PtyStream(Protocol):
 
 
 class PtyChannel:
-    """:class:`~environments.shell.Channel` over a PTY websocket.
+    """:class:`~environments.shell.driver.Channel` over a PTY websocket.
 
     A reader thread drains the websocket into a queue at all times (the daemon
     drops a client that falls behind); ``b""`` in the queue marks the end.

@@ -1,4 +1,5 @@
-"""Settings of the daytona backend (``SBX_DAYTONA_*``); the defaults are the safe ones.
+"""Settings of the daytona backend (``SBX_DAYTONA_*``, or ``daytona:`` in config.yaml);
+the defaults are the safe ones.
 
 Credentials: ``api_key``/``api_url``/``target`` here, or the SDK's own
 ``DAYTONA_API_KEY``/``DAYTONA_API_URL``/``DAYTONA_TARGET`` when these are unset
@@ -13,13 +14,12 @@ import re
 from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from environments.config import BackendConfig
 
 
-class DaytonaConfig(BaseSettings):
+class DaytonaConfig(BackendConfig):
     """How sbx creates and keeps Daytona sandboxes."""
-
-    model_config = SettingsConfigDict(env_prefix="SBX_DAYTONA_", extra="forbid", frozen=True)
 
     type: Literal["daytona"] = "daytona"
     api_key: SecretStr | None = None

@@ -4,10 +4,10 @@ Each session gets a sandbox named after the session (and the settings that
 shaped it), labelled ``sbx=1``, ``sbx.session=<id>``, ``sbx.worker=<host:pid>``,
 ``sbx.config=<fingerprint>``, created with no network unless some was allowed,
 with auto-stop/archive/delete intervals from the config. The session shell
-speaks the framing of :mod:`environments.shell` over a PTY session's websocket
+speaks the framing of :mod:`environments.shell.driver` over a PTY session's websocket
 (:mod:`.channel`); killing a timed-out command's process group, background
 processes, ``/proc`` reads go through the POSIX helper scripts of
-:mod:`environments.sandbox_scripts`, run by the toolbox's ``process.exec``; files
+:mod:`environments.shell.helper`, run by the toolbox's ``process.exec``; files
 move through the SDK's upload and download.
 
 A restarted worker finds a session's sandbox again by its name (else its
@@ -26,17 +26,16 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from environments import sandbox_scripts as scripts
+from environments.backends.daytona import sdk
+from environments.backends.daytona.channel import PtyChannel, launch_line
+from environments.backends.daytona.config import DaytonaConfig, sandbox_name
 from environments.base import OUTPUT_ALIGN, ExecResult
-from environments.errors import SandboxDead, SandboxError
-from environments.framing import shell_quote
-from environments.shell import ShellResult, ShellSession
-from environments.shell_environment import ShellEnvironment
-
-from . import sdk
-from .channel import PtyChannel, launch_line
-from .config import DaytonaConfig, sandbox_name
-from .errors import SandboxNotFound
+from environments.config import BackendConfig, config_of
+from environments.errors import SandboxDead, SandboxError, SandboxNotFound
+from environments.shell import helper as scripts
+from environments.shell.driver import SessionShell, ShellResult
+from environments.shell.environment import ShellEnvironment
+from environments.shell.framing import shell_quote
 
 _VANISHED_NOTE = (
     "[sbx: the session's Daytona sandbox was gone; a new one was created. "
@@ -68,15 +67,16 @@ class DaytonaEnvironment(scripts.HelperOps, ShellEnvironment):
     """One Daytona sandbox per session; see the module docstring."""
 
     backend = "daytona"
+    config_model = DaytonaConfig
 
     def __init__(
         self,
         session_id: str,
-        config: DaytonaConfig | None = None,
+        config: BackendConfig | None = None,
         client: sdk.Client | None = None,
     ) -> None:
         super().__init__(session_id)
-        self.config = config or DaytonaConfig()
+        self.config = config_of(DaytonaConfig, config)
         self._client = client or sdk.client_for(self.config)
         self.name = sandbox_name(session_id, self.config)
         self.where = f"Daytona sandbox {self.name}"
@@ -86,7 +86,7 @@ class DaytonaEnvironment(scripts.HelperOps, ShellEnvironment):
         self._closing = False
         self._killed: dict[int, set[int]] = {}
         self._last_activity = time.monotonic()
-        self.shell = ShellSession(self._open, self._kill_group, kill_grace=self.config.kill_grace)
+        self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)
 
     # -- the sandbox ---------------------------------------------------------------
 
@@ -286,12 +286,14 @@ class DaytonaEnvironment(scripts.HelperOps, ShellEnvironment):
                 self._client.stop(sandbox)
 
     @classmethod
-    def reap_orphans(cls, max_idle: float) -> list[str]:
-        return reap_orphans(DaytonaConfig(), max_idle)
+    def reap_orphans(
+        cls, config: BackendConfig, max_idle: float, keep: Callable[[str], bool]
+    ) -> list[str]:
+        return reap_orphans(config_of(DaytonaConfig, config), max_idle, keep)
 
     @classmethod
-    def availability(cls) -> tuple[bool, str]:
-        config = DaytonaConfig()
+    def availability(cls, config: BackendConfig | None = None) -> tuple[bool, str]:
+        config = config_of(DaytonaConfig, config)
         try:
             sdk.client_for(config).find({"sbx": "1", "sbx.probe": "1"})
         except SandboxError as exc:

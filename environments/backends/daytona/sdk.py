@@ -22,13 +22,13 @@ import urllib3
 from daytona.common.pty import PtySize
 from daytona.handle.pty_handle import PtyHandle
 
-from environments.errors import SandboxDead, SandboxError
-
-from .config import DaytonaConfig
-from .errors import (
+from environments.backends.daytona.config import DaytonaConfig
+from environments.errors import (
     AuthenticationFailed,
     CredentialsMissing,
     QuotaExceeded,
+    SandboxDead,
+    SandboxError,
     SandboxNotFound,
     ServiceUnreachable,
 )

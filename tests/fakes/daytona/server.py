@@ -66,8 +66,7 @@ class FakeDaytona:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
-        self.port = int(sockets[0].getsockname()[1])
+        self.port = int(self._runner.addresses[0][1])
 
     def close(self) -> None:
         """Stop serving, kill every sandbox's processes and remove their files."""

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psutil
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 from .jail import HOME
 from .store import ApiError, FakeSandbox
@@ -114,16 +114,18 @@ def routes(fake: FakeDaytona) -> list[web.RouteDef]:
         errors: list[str] = []
         files: list[dict[str, Any]] = []
         while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                continue
             name = part.name or ""
             index = name.removeprefix("files[").split("]")[0]
             if name.endswith(".path"):
-                dests[index] = (await part.text()).strip()  # type: ignore[union-attr]
+                dests[index] = (await part.text()).strip()
                 continue
             dest = dests.get(index)
             if dest is None:
                 errors.append(f"file[{index}]: missing .path metadata")
                 continue
-            data = await part.read()  # type: ignore[union-attr]
+            data = await part.read()
             try:
                 target = sandbox.jail.host_path(dest)
                 target.parent.mkdir(parents=True, exist_ok=True)

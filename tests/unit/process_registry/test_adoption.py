@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from environments.local import LocalEnvironment
+from environments.backends.local.environment import LocalEnvironment
 from environments.procinfo import boot_id, process_start_time
 from process_registry.checkpoints import CheckpointStore, adoptable
 from process_registry.models import PermissionDenied, ProcessRecord, WriterIdentity
-from process_registry.registry import ProcessRegistry
+from process_registry.table import ProcessTable
 from tests.helpers import wait_until
 
 OWNER = "s-owner"
@@ -76,21 +76,21 @@ def checkpoint(
 
 
 def test_live_process_of_dead_writer_is_adopted(
-    registry: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path
+    table: ProcessTable, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "echo adopted; exec sleep 30", dead_writer())
-    report = registry.adopt_all()
+    report = table.adopt_all()
     assert report.adopted == [rec.process_id]
-    assert registry.poll(rec.process_id, OWNER).status == "running"
-    assert CheckpointStore(home).load(rec.process_id).writer == registry.checkpoints.me  # type: ignore[union-attr]
-    info = registry.kill(rec.process_id, OWNER)
+    assert table.poll(rec.process_id, OWNER).status == "running"
+    assert CheckpointStore(home).load(rec.process_id).writer == table.checkpoints.me  # type: ignore[union-attr]
+    info = table.kill(rec.process_id, OWNER)
     assert info.status == "killed"
     assert not env.is_running(rec.spawned())
-    assert registry.receipts.read(rec.process_id, OWNER).output == "adopted\n"
+    assert table.receipts.read(rec.process_id, OWNER).output == "adopted\n"
 
 
 def test_checkpoint_of_live_writer_is_left_alone(
-    registry: ProcessRegistry,
+    table: ProcessTable,
     env: LocalEnvironment,
     home: Path,
     spool: Path,
@@ -100,16 +100,16 @@ def test_checkpoint_of_live_writer_is_left_alone(
         pid=stranger.pid, start_time=process_start_time(stranger.pid), host=socket.gethostname()
     )
     rec = checkpoint(home, env, spool, "exec sleep 30", alive)
-    report = registry.adopt_all()
+    report = table.adopt_all()
     assert rec.process_id in report.skipped
     assert env.is_running(rec.spawned())
     with pytest.raises(PermissionDenied):  # a producer never rewrites another's checkpoint
-        registry.checkpoints.write(rec)
+        table.checkpoints.write(rec)
     os.killpg(rec.pgid, signal.SIGKILL)
 
 
 def test_recycled_pid_is_not_adopted_nor_signalled(
-    registry: ProcessRegistry,
+    table: ProcessTable,
     env: LocalEnvironment,
     home: Path,
     spool: Path,
@@ -135,35 +135,35 @@ def test_recycled_pid_is_not_adopted_nor_signalled(
     )
     CheckpointStore(home, me=record.writer).write(record)
     assert adoptable(record).action == "finalize"
-    report = registry.adopt_all()
+    report = table.adopt_all()
     assert report.finalized == ["precycled"] and report.adopted == []
-    receipt = registry.receipts.read("precycled", OWNER)
+    receipt = table.receipts.read("precycled", OWNER)
     assert (receipt.status, receipt.exit_code) == ("lost", None)
     assert stranger.poll() is None  # still running: never signalled
     assert not (home / "checkpoints" / "precycled.json").exists()
 
 
 def test_other_boot_is_not_adopted_nor_signalled(
-    registry: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path
+    table: ProcessTable, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "exec sleep 30", dead_writer(), boot_id="another-boot")
-    assert registry.adopt_all().finalized == [rec.process_id]
+    assert table.adopt_all().finalized == [rec.process_id]
     assert env.is_running(rec.spawned())
     os.killpg(rec.pgid, signal.SIGKILL)
 
 
 def test_process_that_ended_while_down_gets_true_status(
-    registry: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path
+    table: ProcessTable, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "echo bye; exit 7", dead_writer())
     wait_until(lambda: Path(rec.status_path).exists(), 60, "status file")
-    assert registry.adopt_all().finalized == [rec.process_id]
-    receipt = registry.receipts.read(rec.process_id, OWNER)
+    assert table.adopt_all().finalized == [rec.process_id]
+    receipt = table.receipts.read(rec.process_id, OWNER)
     assert (receipt.status, receipt.exit_code, receipt.output) == ("exited", 7, "bye\n")
 
 
 def test_unknown_status_is_lost_never_invented(
-    registry: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path
+    table: ProcessTable, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "exit 9", dead_writer())
     # The scenario is "ended while no worker ran": the status file appears just before
@@ -171,8 +171,8 @@ def test_unknown_status_is_lost_never_invented(
     # adopting the still-running wrapper finalized it later, after the receipt was read).
     wait_until(lambda: not env.is_running(rec.spawned()), 60, "the process to end")
     os.unlink(rec.status_path)
-    registry.adopt_all()
-    receipt = registry.receipts.read(rec.process_id, OWNER)
+    table.adopt_all()
+    receipt = table.receipts.read(rec.process_id, OWNER)
     assert (receipt.status, receipt.exit_code) == ("lost", None)
 
 
@@ -181,11 +181,11 @@ _WORKER = textwrap.dedent(
     import sys
     from pathlib import Path
     sys.path.insert(0, {repo!r})
-    from environments.local import LocalEnvironment
-    from process_registry.registry import ProcessRegistry
+    from environments.backends.local.environment import LocalEnvironment
+    from process_registry.table import ProcessTable
     home, spool, gate = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     env = LocalEnvironment("s-owner")
-    reg = ProcessRegistry(home, lambda rec: env, spool_dir=spool)
+    reg = ProcessTable(home, lambda rec: env, spool_dir=spool)
     for i in range(20):
         if i % 2:
             cmd = f"exit {{i}}"
@@ -219,7 +219,7 @@ def test_sigkilled_worker_processes_are_all_adopted_or_receipted(
     worker.wait()
     assert len(expected) == 20
     env = LocalEnvironment(OWNER)
-    reg = ProcessRegistry(home, lambda rec: env, spool_dir=spool)
+    reg = ProcessTable(home, lambda rec: env, spool_dir=spool)
     try:
         report = reg.adopt_all()
         handled = set(report.adopted) | set(report.finalized)

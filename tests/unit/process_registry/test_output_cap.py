@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from environments import sandbox_scripts as scripts
+from environments.backends.local.environment import LocalEnvironment
 from environments.base import OUTPUT_ALIGN, Environment, discard_boundary
-from environments.local import LocalEnvironment
 from environments.procinfo import boot_id
+from environments.shell import helper as scripts
 from process_registry.checkpoints import CheckpointStore
 from process_registry.models import ProcessRecord, WriterIdentity
 from process_registry.output_cap import MIN_PROCESS_OUTPUT_CAP, lead_cut
-from process_registry.registry import ProcessRegistry
+from process_registry.table import ProcessTable
 from tests.helpers import wait_until
 
 OWNER = "s-owner"
@@ -62,8 +62,8 @@ def has_size(path: str, size: int) -> Callable[[], bool]:
 
 
 @pytest.fixture
-def capped(home: Path, env: LocalEnvironment, spool: Path) -> Iterator[ProcessRegistry]:
-    reg = ProcessRegistry(home, lambda rec: env, spool_dir=spool, kill_grace=1.0, output_cap=CAP)
+def capped(home: Path, env: LocalEnvironment, spool: Path) -> Iterator[ProcessTable]:
+    reg = ProcessTable(home, lambda rec: env, spool_dir=spool, kill_grace=1.0, output_cap=CAP)
     yield reg
     reg.close()
 
@@ -89,7 +89,7 @@ def release(fifo: Path) -> None:
         f.write("go\n")
 
 
-def read_all(reg: ProcessRegistry, process_id: str, offset: int = 0) -> tuple[int, bytes]:
+def read_all(reg: ProcessTable, process_id: str, offset: int = 0) -> tuple[int, bytes]:
     """(offset of the first byte, everything from there) by following ``next_offset``."""
     parts: list[bytes] = []
     first: int | None = None
@@ -104,7 +104,7 @@ def read_all(reg: ProcessRegistry, process_id: str, offset: int = 0) -> tuple[in
             return first, b"".join(parts)
 
 
-def check_finished(reg: ProcessRegistry, home: Path, process_id: str, path: str) -> None:
+def check_finished(reg: ProcessTable, home: Path, process_id: str, path: str) -> None:
     """Disk bounded; log, poll and receipt show only real bytes, the newest intact."""
     total = len(STREAM)
     gone = discard_boundary(total, CAP)
@@ -168,14 +168,14 @@ def test_lead_cut_never_starts_inside_a_line_or_a_sequence() -> None:
 
 def test_cap_setting_is_validated(home: Path, env: LocalEnvironment, spool: Path) -> None:
     with pytest.raises(ValueError, match="unlimited"):
-        ProcessRegistry(home, lambda rec: env, spool_dir=spool, output_cap=4096)
-    ProcessRegistry(home, lambda rec: env, spool_dir=spool, output_cap=0).close()
-    ProcessRegistry(home, lambda rec: env, spool_dir=spool,
+        ProcessTable(home, lambda rec: env, spool_dir=spool, output_cap=4096)
+    ProcessTable(home, lambda rec: env, spool_dir=spool, output_cap=0).close()
+    ProcessTable(home, lambda rec: env, spool_dir=spool,
                     output_cap=MIN_PROCESS_OUTPUT_CAP).close()  # fmt: skip
 
 
 def test_paced_writer_stays_bounded_while_it_runs(
-    capped: ProcessRegistry, env: LocalEnvironment, home: Path, source: Path, tmp_path: Path
+    capped: ProcessTable, env: LocalEnvironment, home: Path, source: Path, tmp_path: Path
 ) -> None:
     fifo = tmp_path / "pace"
     os.mkfifo(fifo)
@@ -198,7 +198,7 @@ def test_paced_writer_stays_bounded_while_it_runs(
 
 
 def test_burst_is_bounded_by_the_final_sweep(
-    capped: ProcessRegistry, env: LocalEnvironment, home: Path, source: Path
+    capped: ProcessTable, env: LocalEnvironment, home: Path, source: Path
 ) -> None:
     """A process that writes everything at once and ends: the sweep at its end bounds it."""
     rec = capped.start(env, f"cat {source}", owner_session_id=OWNER)
@@ -207,7 +207,7 @@ def test_burst_is_bounded_by_the_final_sweep(
 
 
 def test_readers_racing_sweeps_never_see_the_hole(
-    capped: ProcessRegistry, env: LocalEnvironment, source: Path
+    capped: ProcessTable, env: LocalEnvironment, source: Path
 ) -> None:
     """A follower that falls behind, and readers at stale offsets, while sweeps punch."""
     writer = f"while IFS= read -r line; do printf '%s\\n' \"$line\"; done < {source}"
@@ -229,7 +229,7 @@ def test_readers_racing_sweeps_never_see_the_hole(
 
 
 def test_adopted_process_keeps_being_swept(
-    capped: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path, source: Path,
+    capped: ProcessTable, env: LocalEnvironment, home: Path, spool: Path, source: Path,
     tmp_path: Path,
 ) -> None:  # fmt: skip
     """A process of a dead worker: its checkpointed cap is honoured by the adopting worker."""
@@ -268,7 +268,7 @@ def test_adopted_process_keeps_being_swept(
 
 
 def test_old_checkpoint_without_a_cap_gets_the_workers(
-    capped: ProcessRegistry, env: LocalEnvironment, home: Path, spool: Path, source: Path
+    capped: ProcessTable, env: LocalEnvironment, home: Path, spool: Path, source: Path
 ) -> None:
     """Ended while no worker ran, checkpointed before caps existed: bounded at its receipt."""
     spool.mkdir(mode=0o700, exist_ok=True)
@@ -294,9 +294,9 @@ def test_old_checkpoint_without_a_cap_gets_the_workers(
 
 
 def test_no_cap_means_nothing_is_discarded(
-    registry: ProcessRegistry, env: LocalEnvironment, source: Path
+    table: ProcessTable, env: LocalEnvironment, source: Path
 ) -> None:
-    small = ProcessRegistry(registry.home, lambda rec: env, spool_dir=registry.spool, output_cap=0)
+    small = ProcessTable(table.home, lambda rec: env, spool_dir=table.spool, output_cap=0)
     try:
         rec = small.start(env, f"head -c {3 * MIB} {source}", owner_session_id=OWNER)
         info = small.wait(rec.process_id, OWNER, timeout=60)
@@ -316,8 +316,8 @@ REMOTE_STREAM = b"".join(f"{i}{REMOTE_SUFFIX}\n".encode() for i in range(1, REMO
 REMOTE_COMMAND = f"seq 1 {REMOTE_LINES} | sed 's/$/{REMOTE_SUFFIX}/'"
 
 
-def remote_registry(home: Path, env: Environment, spool: Path) -> ProcessRegistry:
-    return ProcessRegistry(home, lambda rec: env, spool_dir=spool, output_cap=CAP)
+def remote_registry(home: Path, env: Environment, spool: Path) -> ProcessTable:
+    return ProcessTable(home, lambda rec: env, spool_dir=spool, output_cap=CAP)
 
 
 def remote_disk_bytes(env: Environment, path: str) -> int:

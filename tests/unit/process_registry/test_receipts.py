@@ -20,8 +20,7 @@ from process_registry.models import (
     Receipt,
 )
 from process_registry.receipts import ReceiptStore
-
-from .conftest import GITHUB, OPENAI, PASSWORD
+from tests.unit.process_registry.secrets import GITHUB, OPENAI, PASSWORD
 
 
 class Clock:

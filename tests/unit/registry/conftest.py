@@ -19,12 +19,3 @@ def reg() -> ToolRegistry:
 def ctx() -> ToolContext:
     # these tools never touch the pool; a real SandboxPool is not needed
     return ToolContext(session_id="s1", call_id="c1", backend="local", pool=cast(Any, None))
-
-
-def schema(desc: str | None = "A tool.", **props: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "parameters": {"type": "object", "properties": props, "required": []},
-    }
-    if desc is not None:
-        out["description"] = desc
-    return out

@@ -11,8 +11,7 @@ from pydantic import BaseModel
 from registry import core
 from registry.context import ToolContext
 from registry.core import ToolRegistry
-
-from .conftest import schema
+from tests.unit.registry.helpers import schema
 
 
 def echo(args: Any, ctx: ToolContext) -> Any:

@@ -9,8 +9,7 @@ from typing import Any
 from registry import discovery
 from registry.core import ToolRegistry
 from registry.discovery import discover_builtin_tools, discover_plugin_tools, module_registers_tools
-
-from .conftest import schema
+from tests.unit.registry.helpers import schema
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -80,4 +79,4 @@ def test_plugins_via_entry_points_tagged_with_plugin_id(monkeypatch: Any) -> Non
                         lambda group: [FakeEP("p1", plugin), FakeEP("p2", broken)])  # fmt: skip
     assert discover_plugin_tools(reg) == ["p1"]
     assert reg.get("p_tool").plugin_id == "p1"  # type: ignore[union-attr]
-    assert reg.get("terminal").toolset == "terminal"  # no operator opt-in  # type: ignore[union-attr]
+    assert reg.get("terminal").toolset == "terminal"  # type: ignore[union-attr]  # no opt-in

@@ -13,8 +13,7 @@ from registry.context import ToolContext
 from registry.core import ToolRegistry
 from registry.dispatch import AGENT_LOOP_TOOLS, handle_function_call
 from registry.hooks import HookRegistry
-
-from .conftest import schema
+from tests.unit.registry.helpers import schema
 
 
 def call(reg: ToolRegistry, ctx: ToolContext, name: str, args: Any = None,
@@ -34,8 +33,13 @@ def test_agent_loop_tools_answer_with_clear_error(reg: ToolRegistry, ctx: ToolCo
 
 
 def test_pre_hook_can_block(reg: ToolRegistry, ctx: ToolContext) -> None:
-    ran = []
-    reg.register("t", "ts", schema(), lambda a, c: ran.append(1) or "ok")
+    ran: list[int] = []
+
+    def handler(args: object, ctx: object) -> str:
+        ran.append(1)
+        return "ok"
+
+    reg.register("t", "ts", schema(), handler)
     hooks = HookRegistry()
     hooks.register_hook("pre_tool_call", lambda **kw: {"block": True, "reason": "policy says no"})
     out = call(reg, ctx, "t", hooks=hooks)
@@ -180,7 +184,12 @@ def test_repair_failing_again_returns_error_without_second_try(
 
 def test_repair_never_applied_to_unknown_tool(reg: ToolRegistry, ctx: ToolContext) -> None:
     attempts: list[int] = []
-    out = call(reg, ctx, "nope", {}, repair=lambda *a: attempts.append(1) or {})
+
+    def repair(*args: object) -> dict[str, object]:
+        attempts.append(1)
+        return {}
+
+    out = call(reg, ctx, "nope", {}, repair=repair)
     assert "Unknown tool" in out["error"] and attempts == []
 
 

@@ -229,7 +229,11 @@ def test_a_hanging_mcp_call_ends_with_its_callers_cancel_or_deadline(
     sync_mcp_tools_to_registry(reg, cat)
     name = wire_name("h", "Hang", "slow")
     if stop == "cancel":  # the caller cancels once the request is in flight
-        threading.Thread(target=lambda: entered.wait(60) and ctx.cancel.set()).start()
+        def cancel_once_in_flight() -> None:
+            if entered.wait(60):
+                ctx.cancel.set()
+
+        threading.Thread(target=cancel_once_in_flight).start()
     else:
         ctx.deadline = time.monotonic()  # already reached
     out = json.loads(handle_function_call(name, {}, ctx=ctx, registry=reg, hooks=HookRegistry()))

@@ -26,7 +26,7 @@ from registry.mcp import (
     wire_name,
 )
 from registry.mcp_cache import McpCacheStore, config_fingerprint
-from worker.mcp_wiring import open_offline_catalog, server_configs, start_mcp
+from worker.service.mcp import open_offline_catalog, server_configs, start_mcp
 from worker.settings import Settings
 
 SERVER = McpServerConfig("s1", "Server One", "/usr/bin/srv", ("--x",), env={"API_KEY": "k"})

@@ -12,8 +12,7 @@ from registry.toolsets import (
     is_toolset_available,
     resolve_toolset,
 )
-
-from .conftest import schema
+from tests.unit.registry.helpers import schema
 
 
 def h(a: Any, c: ToolContext) -> str:

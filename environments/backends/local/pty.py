@@ -1,0 +1,196 @@
+"""Background processes on a pseudo-terminal, for the local backend.
+
+A pty's master side must be held by someone for the process to keep its
+terminal; if the worker held it, the process would get SIGHUP when the worker
+died. So a tiny *relay* (stdlib-only Python run with ``-I -c``) owns it:
+
+* the relay leads its own session and process group and makes the pty its
+  controlling terminal; the command runs in that same process group with the
+  pty as stdin/stdout/stderr, so signalling the group (``Environment.signal``)
+  reaches the command, and Ctrl-C written to the pty does too;
+* everything the command writes to the terminal is appended to ``output_path``;
+* bytes written to the FIFO ``input_path`` (see :func:`write_input`) are fed
+  to the terminal; the relay keeps the FIFO open for reading and writing, so
+  writers come and go without EOF;
+* when the command ends, its status (exit code, or 128+N for signal N) is
+  written to ``status_path`` atomically (temp file + rename) and the FIFO is
+  removed. The relay ignores SIGTERM/SIGINT/SIGHUP itself so that it outlives
+  the command just long enough to record that status.
+
+Contract of :func:`spawn_on_pty`: same as ``Environment.spawn`` (session cwd
+and sanitised environment unless overridden; the returned handle's pid/pgid
+is the relay's, the group leader), plus the input FIFO.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+from environments.base import SpawnedProcess
+from environments.procinfo import process_start_time
+
+if TYPE_CHECKING:
+    from environments.backends.local.environment import LocalEnvironment
+
+_RELAY = r"""
+import fcntl, os, select, signal, sys, termios
+out_path, status_path, in_path, cmd, ready = sys.argv[1:6]
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGTTOU):
+    signal.signal(s, signal.SIG_IGN)
+master, slave = os.openpty()
+fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+os.mkfifo(in_path, 0o600)
+fifo = os.open(in_path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+out = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+pid = os.fork()
+if pid == 0:
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGTTOU):
+        signal.signal(s, signal.SIG_DFL)
+    for fd in (0, 1, 2):
+        os.dup2(slave, fd)
+    for fd in (master, slave, fifo, out, int(ready)):
+        if fd > 2:
+            os.close(fd)
+    os.execv("/bin/sh", ["sh", "-c", cmd])
+os.close(slave)
+os.close(int(ready))
+code = None
+open_master = True
+while open_master:
+    try:
+        ready, _, _ = select.select([master, fifo], [], [])
+    except InterruptedError:
+        continue
+    if fifo in ready:
+        try:
+            data = os.read(fifo, 65536)
+        except BlockingIOError:
+            data = b""
+        if data:
+            try:
+                os.write(master, data)
+            except OSError:
+                pass
+    if master in ready:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            data = b""
+        if data:
+            os.write(out, data)
+        else:
+            open_master = False
+_, st = os.waitpid(pid, 0)
+code = os.waitstatus_to_exitcode(st)
+code = code if code >= 0 else 128 - code
+try:
+    os.unlink(in_path)
+except OSError:
+    pass
+tmp = status_path + ".tmp"
+with open(tmp, "w") as f:
+    f.write(str(code))
+os.replace(tmp, status_path)
+"""
+
+
+class InputUnavailable(OSError):
+    """The process takes no input now (it has ended, or it was not started on a pty)."""
+
+
+def input_path_for(output_path: str) -> str:
+    """Where the input FIFO of the process whose output goes to ``output_path`` lives."""
+    base = output_path[: -len(".out")] if output_path.endswith(".out") else output_path
+    return base + ".in"
+
+
+def spawn_on_pty(
+    env: LocalEnvironment,
+    command: str,
+    *,
+    output_path: str,
+    status_path: str,
+    workdir: str | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> SpawnedProcess:
+    """Start ``command`` on a new pty through a detached relay (see module docstring)."""
+    run_env, cwd = env.spawn_context(workdir, extra_env)
+    run_env.setdefault("TERM", "xterm")
+    in_path = input_path_for(output_path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(in_path)
+    # The output file exists (0600) before the relay starts: readers never see it missing.
+    os.close(os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _RELAY, output_path, status_path, in_path, command,
+             str(ready_w)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=cwd,
+            env=run_env,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=(ready_w,),
+        )  # fmt: skip
+        os.close(ready_w)
+        ready_w = -1
+        # EOF once the relay has its FIFO open and the command forked (or the relay died).
+        while os.read(ready_r, 64):
+            pass
+    finally:
+        os.close(ready_r)
+        if ready_w >= 0:
+            os.close(ready_w)
+    return SpawnedProcess(
+        pid=proc.pid,
+        pgid=proc.pid,
+        start_time=process_start_time(proc.pid),
+        output_path=output_path,
+        status_path=status_path,
+    )
+
+
+def write_input(output_path: str, data: bytes) -> int:
+    """Send ``data`` to the terminal of the pty process writing ``output_path``.
+
+    Returns the bytes written. Raises :class:`InputUnavailable` when no relay
+    reads the FIFO (the process ended or never had a pty). :func:`spawn_on_pty`
+    returns only once the FIFO is open, so a write right after a start works.
+    """
+    path = input_path_for(output_path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise InputUnavailable("the process has no terminal input (ended, or not pty)") from None
+    if not stat.S_ISFIFO(st.st_mode) or st.st_uid != os.getuid():
+        raise InputUnavailable("the process's input is not a private FIFO")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ENXIO, errno.ENOENT):
+            raise InputUnavailable("the process is not reading input any more") from None
+        raise
+    try:
+        view = memoryview(data)
+        written = 0
+        while view:
+            try:
+                n = os.write(fd, view)
+            except BlockingIOError:
+                raise InputUnavailable(
+                    f"the process's input buffer is full ({written} bytes were sent)"
+                ) from None
+            written += n
+            view = view[n:]
+        return written
+    finally:
+        os.close(fd)

@@ -1,0 +1,114 @@
+"""Backend names to Environment classes, imported only when used.
+
+Built-in backends are listed here by module path (one line each) so that a
+user who installs only ``sbx[docker]`` never imports modal. Third-party
+backends register an entry point in the ``sbx.environments`` group naming
+their Environment class; they are treated exactly like the built-ins. Some
+backends answer to a second name (``singularity`` is ``apptainer``): every
+lookup goes through :func:`canonical_name`, so one backend has one name
+inside sbx.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from importlib.metadata import entry_points
+
+from environments.base import Environment
+from environments.config import BackendConfig
+from environments.errors import UnknownBackend
+
+BUILTIN_BACKENDS: dict[str, str] = {
+    "local": "environments.backends.local.environment:LocalEnvironment",
+    "docker": "environments.backends.docker.environment:DockerEnvironment",
+    "ssh": "environments.backends.ssh.environment:SSHEnvironment",
+    "apptainer": "environments.backends.apptainer:ApptainerEnvironment",
+    "modal": "environments.backends.modal.environment:ModalEnvironment",
+    "daytona": "environments.backends.daytona.environment:DaytonaEnvironment",
+    "vercel_sandbox": "environments.backends.vercel.environment:VercelEnvironment",
+}
+
+ALIASES: dict[str, str] = {"singularity": "apptainer"}
+"""Other names a backend answers to (users' configs and calls may use either)."""
+
+EXTRAS: dict[str, str] = {
+    "docker": "docker",
+    "ssh": "ssh",
+    "modal": "modal",
+    "daytona": "daytona",
+    "vercel_sandbox": "vercel",
+}
+"""The ``sbx[...]`` extra that installs a built-in backend's SDK."""
+
+
+@cache
+def _targets() -> dict[str, str]:
+    targets = dict(BUILTIN_BACKENDS)
+    for ep in entry_points(group="sbx.environments"):
+        targets.setdefault(ep.name, ep.value)
+    return targets
+
+
+def canonical_name(name: str) -> str:
+    """The one name of the backend called ``name`` (aliases resolved)."""
+    return ALIASES.get(name, name)
+
+
+def backend_names(*, with_aliases: bool = False) -> list[str]:
+    """Every backend name this installation knows, built-in or from plugins."""
+    names = set(_targets())
+    if with_aliases:
+        names |= {alias for alias, name in ALIASES.items() if name in names}
+    return sorted(names)
+
+
+@cache
+def backend_class(name: str) -> type[Environment]:
+    """The Environment class registered as ``name`` (or an alias); imports its module on
+    first use.
+
+    Raises :class:`UnknownBackend` for a name nobody registered and
+    ``ImportError`` when the backend's module or SDK is not installed.
+    """
+    target = _targets().get(canonical_name(name))
+    if target is None:
+        raise UnknownBackend(
+            f"unknown backend {name!r}; known: {', '.join(backend_names(with_aliases=True))}"
+        )
+    module_name, _, attr = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), attr)
+    if not (isinstance(cls, type) and issubclass(cls, Environment)):
+        raise UnknownBackend(f"backend {name!r} does not name an Environment subclass")
+    return cls
+
+
+def backend_availability(name: str, config: BackendConfig | None = None) -> tuple[bool, str]:
+    """``(available, reason)`` for ``name`` without creating a sandbox.
+
+    The reason tells a backend that sbx does not ship (its module is missing)
+    from one whose SDK is not installed (and names the extra that installs it).
+    """
+    try:
+        cls = backend_class(name)
+    except UnknownBackend as exc:
+        return False, str(exc)
+    except ImportError as exc:
+        return False, _import_problem(canonical_name(name), exc)
+    try:
+        return cls.availability(config)
+    except Exception as exc:  # a probe must never take the doctor down
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+def _import_problem(name: str, exc: ImportError) -> str:
+    module_name = _targets()[name].partition(":")[0]
+    missing = getattr(exc, "name", None) or ""
+    if missing and (module_name == missing or module_name.startswith(missing + ".")):
+        return (
+            f"this sbx build has no {name} backend (module {module_name} is missing); "
+            "upgrade sbx or install the plugin that provides it"
+        )
+    extra = EXTRAS.get(name)
+    hint = f"pip install 'sbx[{extra}]'" if extra else "install the backend's dependencies"
+    return f"the {name} backend needs a package that is not installed ({exc}): {hint}"

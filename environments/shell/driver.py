@@ -1,0 +1,413 @@
+"""A long-lived session shell driven over any byte stream (docs/architecture.md).
+
+:class:`SessionShell` owns one shell process reached through a
+:class:`Channel` -- local pipes, a docker attach socket, an SSH channel, an
+SDK process stream -- and runs commands in it with the framing of
+:mod:`environments.shell.framing`. The session's cwd and exported environment
+persist between commands; a dead shell is restarted and its state replayed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from environments.base import ExecResult
+from environments.errors import InvalidCommand, SandboxDead, WorkdirNotFound
+from environments.shell.framing import (
+    KIND_CWD,
+    KIND_END,
+    KIND_ENV,
+    KIND_EXIT,
+    KIND_NO_WORKDIR,
+    KIND_PGID,
+    KIND_READY,
+    Marker,
+    MarkerScanner,
+    Output,
+    parse_export_dump,
+    shell_quote,
+)
+from environments.shell.output import OutputCapture
+from environments.shell.script import SHELL_MANAGED, bootstrap_script, restore_lines, run_line
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+TIMEOUT_EXIT_CODE = 124
+CANCELLED_EXIT_CODE = 130
+# How often a running command checks its cancel event.
+_CANCEL_POLL_S = 0.05
+
+
+class Channel(Protocol):
+    """A bidirectional byte stream to a shell's stdin and (merged) stdout."""
+
+    def write(self, data: bytes) -> None:
+        """Send ``data`` to the shell's stdin; raise ``OSError`` if the stream is gone."""
+
+    def read(self, timeout: float | None) -> bytes | None:
+        """Next chunk of output; ``None`` when ``timeout`` seconds pass; ``b""`` at EOF."""
+
+    def close(self) -> None:
+        """Terminate the shell and release the stream. Idempotent."""
+
+
+GroupKiller = Callable[[int, int], None]
+"""``kill_group(pgid, signum)``: deliver ``signum`` to a process group in the sandbox."""
+
+
+@dataclass(slots=True)
+class ShellResult:
+    """What one command did."""
+
+    output: OutputCapture
+    exit_code: int
+    timed_out: bool
+    cwd: str
+    shell_restarted: bool
+    cancelled: bool = False
+
+    def exec_result(
+        self, started: float, *, note: str = "", restarted: bool | None = None
+    ) -> ExecResult:
+        """The :class:`ExecResult` of this run; ``started`` is its ``time.monotonic()`` start.
+
+        ``note`` is prepended to the output (a backend's word about the sandbox);
+        ``restarted`` overrides ``shell_restarted``.
+        """
+        return ExecResult(
+            output=note + self.output.text(),
+            exit_code=self.exit_code,
+            timed_out=self.timed_out,
+            truncated=self.output.truncated,
+            output_bytes=self.output.total_bytes,
+            cwd=self.cwd,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            shell_restarted=self.shell_restarted if restarted is None else restarted,
+            cancelled=self.cancelled,
+        )
+
+
+class SessionShell:
+    """One session shell; not thread-safe (the caller serialises calls per session).
+
+    ``open_channel`` starts a fresh shell (``sh -s`` or ``bash -s`` reading its
+    script from stdin) and returns its channel. ``kill_group`` signals a process
+    group inside the sandbox. ``kill_grace`` is the time between TERM and KILL
+    when a command times out.
+    """
+
+    def __init__(
+        self,
+        open_channel: Callable[[], Channel],
+        kill_group: GroupKiller,
+        *,
+        kill_grace: float = 2.0,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self._open_channel = open_channel
+        self._kill_group = kill_group
+        self.kill_grace = kill_grace
+        self.start_timeout = start_timeout
+        self._channel: Channel | None = None
+        self._scanner: MarkerScanner | None = None
+        # What the session should look like, and what the live shell has now.
+        self.env: dict[str, str] = {}
+        self.cwd = ""
+        self._shell_env: dict[str, str] = {}
+        self._shell_cwd = ""
+        self._started_once = False
+        self.restarts = 0
+        self._last_dump = b""
+        self._last_dump_env: dict[str, str] = {}
+        # The parent shell's E of the last command is still to come (its X answered).
+        self._end_pending = False
+
+    # -- lifecycle -------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        """True while a shell is attached."""
+        return self._channel is not None
+
+    def start(self) -> None:
+        """Start the shell if none is running; replay the session state into it."""
+        if self._channel is not None:
+            return
+        token = secrets.token_hex(16)
+        channel = self._open_channel()
+        scanner = MarkerScanner(token.encode())
+        try:
+            channel.write(bootstrap_script(token))
+            env, cwd = self._read_bootstrap(channel, scanner)
+        except BaseException:
+            channel.close()
+            raise
+        self._channel, self._scanner = channel, scanner
+        self._end_pending = False
+        self._shell_env, self._shell_cwd = env, cwd
+        if not self._started_once:
+            self.env, self.cwd = dict(env), cwd
+            self._started_once = True
+        else:
+            self.restarts += 1
+
+    def _read_bootstrap(
+        self, channel: Channel, scanner: MarkerScanner
+    ) -> tuple[dict[str, str], str]:
+        deadline = time.monotonic() + self.start_timeout
+        env: dict[str, str] = {}
+        cwd = ""
+        while True:
+            chunk = channel.read(max(0.0, deadline - time.monotonic()))
+            if chunk is None:
+                raise SandboxDead("session shell did not start in time")
+            if chunk == b"":
+                raise SandboxDead("session shell exited during start-up")
+            for event in scanner.feed(chunk):
+                if isinstance(event, Marker):
+                    if event.kind == KIND_ENV:
+                        env = parse_export_dump(event.payload)
+                    elif event.kind == KIND_CWD:
+                        cwd = event.payload.decode("utf-8", "surrogateescape")
+                    elif event.kind == KIND_READY:
+                        return env, cwd
+
+    def close(self) -> None:
+        """Terminate the shell. The session state is kept for a later :meth:`start`."""
+        channel, self._channel, self._scanner = self._channel, None, None
+        if channel is not None:
+            channel.close()
+
+    # -- commands --------------------------------------------------------------
+
+    def run(
+        self,
+        command: str,
+        *,
+        workdir: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float,
+        output_limit: int,
+        cancel: threading.Event | None = None,
+    ) -> ShellResult:
+        """Run ``command`` in the session; see :meth:`environments.base.Environment.exec`.
+
+        Setting ``cancel`` stops the command like a timeout does (its tree is
+        killed), and the result says ``cancelled``.
+        """
+        if "\x00" in command or (workdir and "\x00" in workdir):
+            raise InvalidCommand("command and workdir must not contain NUL bytes")
+        overrides = dict(env or {})
+        for name, value in overrides.items():
+            if not _ENV_NAME.match(name) or "\x00" in value:
+                raise InvalidCommand(f"invalid environment variable name or value: {name!r}")
+        script = command
+        if overrides:
+            exports = " ".join(f"{k}={shell_quote(v)}" for k, v in overrides.items())
+            script = f"export {exports}\n{command}"
+        restarts_before = self.restarts
+        for attempt in (1, 2):
+            channel, scanner = self._send(script, workdir)
+            try:
+                return self._collect(
+                    channel, scanner, workdir, overrides, timeout, output_limit,
+                    self.restarts > restarts_before, cancel,
+                )  # fmt: skip
+            except _ShellWasGone:
+                # The shell died before it read our command: nothing ran, so retry once.
+                if attempt == 2:
+                    raise SandboxDead("the session shell died before it ran the command") from None
+        raise AssertionError("unreachable")
+
+    def _send(self, script: str, workdir: str | None) -> tuple[Channel, MarkerScanner]:
+        """Hand the command to a live shell. A shell found dead (say, killed by the last
+        command) is replaced once: the failed write means nothing ran."""
+        for attempt in (1, 2):
+            if self._channel is None:
+                self.start()
+            channel, scanner = self._channel, self._scanner
+            assert channel is not None and scanner is not None
+            try:
+                channel.write(
+                    restore_lines(self._shell_env, self.env, self._shell_cwd, self.cwd)
+                    + run_line(script, workdir)
+                )
+            except OSError as exc:
+                self.close()
+                if attempt == 2:
+                    raise SandboxDead(f"session shell is gone: {exc}") from exc
+                continue
+            self._shell_env, self._shell_cwd = dict(self.env), self.cwd
+            return channel, scanner
+        raise AssertionError("unreachable")
+
+    def _collect(
+        self,
+        channel: Channel,
+        scanner: MarkerScanner,
+        workdir: str | None,
+        overrides: dict[str, str],
+        timeout: float,
+        output_limit: int,
+        restarted: bool,
+        cancel: threading.Event | None,
+    ) -> ShellResult:
+        capture = OutputCapture(output_limit)
+        pgid: int | None = None
+        new_env: dict[str, str] | None = None
+        new_cwd: str | None = None
+        exit_code: int | None = None
+        no_workdir = False
+        phase = "run"  # run -> term -> kill -> wedged
+        deadline = time.monotonic() + timeout
+        cancelled = False
+        while exit_code is None:
+            wait = max(0.0, deadline - time.monotonic())
+            if cancel is not None and phase == "run":
+                wait = min(wait, _CANCEL_POLL_S)
+            chunk = channel.read(wait)
+            if chunk is None and phase == "run" and time.monotonic() < deadline:
+                if cancel is None or not cancel.is_set():
+                    continue
+                cancelled = True
+            if chunk is None:
+                if phase == "run":
+                    phase, deadline = "term", time.monotonic() + self.kill_grace
+                    self._signal(pgid, signal.SIGTERM)
+                elif phase == "term":
+                    phase, deadline = "kill", time.monotonic() + max(self.kill_grace, 5.0)
+                    self._signal(pgid, signal.SIGKILL)
+                else:
+                    # The shell itself does not answer: replace it.
+                    self.close()
+                    break
+                if pgid is None:
+                    # No process group reported yet: the shell itself is stuck.
+                    self.close()
+                    break
+                continue
+            if chunk == b"":
+                self.close()
+                if pgid is None and capture.total_bytes == 0 and exit_code is None:
+                    raise _ShellWasGone()
+                break
+            for event in scanner.feed(chunk):
+                if isinstance(event, Output):
+                    capture.feed(event.data)
+                elif event.kind == KIND_PGID:
+                    pgid = _parse_int(event.payload)
+                elif event.kind == KIND_ENV:
+                    new_env = self._parse_env(event.payload)
+                elif event.kind == KIND_CWD:
+                    new_cwd = event.payload.decode("utf-8", "surrogateescape")
+                elif event.kind == KIND_NO_WORKDIR:
+                    no_workdir = True
+                elif event.kind == KIND_EXIT:
+                    # The subshell's own report: answer now; the parent's E follows.
+                    exit_code = _status(event.payload)
+                    self._end_pending = True
+                elif event.kind == KIND_END:
+                    if self._end_pending:
+                        # The parent's end of a command already answered by its X.
+                        self._end_pending = False
+                    else:
+                        # No X (killed, no workdir, trap replaced): the parent's word it is.
+                        exit_code = _status(event.payload)
+        timed_out = phase != "run"
+        if timed_out and exit_code is not None and pgid is not None:
+            self._reap_group(pgid, phase, deadline)
+        if no_workdir:
+            raise WorkdirNotFound(f"workdir does not exist: {workdir} (nothing was run)")
+        if not timed_out and exit_code is not None and new_env is not None:
+            self._adopt(new_env, new_cwd, workdir, overrides)
+        if cancelled:
+            code = CANCELLED_EXIT_CODE
+        elif timed_out:
+            code = TIMEOUT_EXIT_CODE
+        elif exit_code is None:
+            code = -1
+            capture.feed(b"\n[sbx: the session shell died; it will be restarted]\n")
+        else:
+            code = exit_code
+        return ShellResult(
+            capture, code, timed_out and not cancelled, self.cwd, restarted, cancelled
+        )
+
+    def _parse_env(self, dump: bytes) -> dict[str, str]:
+        """Parse an ``export -p`` dump; most commands change nothing, so reuse the last parse."""
+        if dump != self._last_dump:
+            self._last_dump, self._last_dump_env = dump, parse_export_dump(dump)
+        return dict(self._last_dump_env)
+
+    def _adopt(
+        self,
+        new_env: dict[str, str],
+        new_cwd: str | None,
+        workdir: str | None,
+        overrides: dict[str, str],
+    ) -> None:
+        """Make the command's final state the session's state."""
+        for name, value in overrides.items():
+            # A per-call variable is not session state unless the command changed it.
+            if new_env.get(name) == value:
+                if name in self.env:
+                    new_env[name] = self.env[name]
+                else:
+                    new_env.pop(name, None)
+        self.env = {k: v for k, v in new_env.items() if k not in SHELL_MANAGED}
+        if new_cwd and not workdir:
+            self.cwd = new_cwd
+
+    def _reap_group(self, pgid: int, phase: str, deadline: float) -> None:
+        """After a timed-out command's shell returned: KILL whatever of its tree outlived TERM.
+
+        Members that ignore TERM (or inherited an ignored TERM) keep running after
+        the group leader exits; they get the rest of the grace period, then KILL.
+        """
+        if phase == "term" and self._wait_group_gone(pgid, deadline):
+            return
+        self._signal(pgid, signal.SIGKILL)
+        # KILL is delivered asynchronously; return only once the tree is gone.
+        self._wait_group_gone(pgid, time.monotonic() + 5.0)
+
+    def _wait_group_gone(self, pgid: int, deadline: float) -> bool:
+        """Poll until nothing of the group runs (True) or ``deadline`` passes (False)."""
+        while True:
+            try:
+                self._kill_group(pgid, 0)
+            except ProcessLookupError:
+                return True
+            except PermissionError:
+                return False
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
+    def _signal(self, pgid: int | None, signum: int) -> None:
+        if pgid is None or pgid <= 1:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            self._kill_group(pgid, signum)
+
+
+class _ShellWasGone(Exception):
+    """The shell's stream ended before the command started (no pid marker, no output)."""
+
+
+def _status(payload: bytes) -> int:
+    parsed = _parse_int(payload)
+    return -1 if parsed is None else parsed
+
+
+def _parse_int(payload: bytes) -> int | None:
+    try:
+        return int(payload)
+    except ValueError:
+        return None

@@ -1,0 +1,348 @@
+"""POSIX ``sh`` helpers that remote backends run inside their sandboxes.
+
+The docker, ssh and apptainer backends cannot reach the sandbox's processes
+with ``os.kill`` or read its ``/proc`` directly; they run these small scripts
+there instead (``sh -c SCRIPT sbx ARG...``) through a second, short-lived
+exec/channel. They use only builtins plus ``cat``/``tail``/``head``/``mv``/
+``setsid``/``stat``, so they work with busybox as well as with coreutils.
+Bounding output files on disk needs util-linux ``fallocate`` (``--punch-hole``);
+busybox's has no such option, and :data:`TRIM_HEAD` then says so (``no``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from environments.base import OUTPUT_ALIGN, HeadTrim, SpawnedProcess
+from environments.errors import SandboxDead, SandboxError, WorkdirNotFound
+from environments.shell.driver import SessionShell
+from environments.shell.framing import shell_quote
+
+KILL_TREE = r"""
+sig=$1; root=$2; shift 2
+# dash and busybox ash refuse `set -m` without a tty, so the command's subshell
+# is not always a group leader: collect its tree by parent pid, plus members of
+# its process group (bash) that were reparented, plus pids an earlier pass saw.
+pids=" $root $* "
+changed=1
+while [ "$changed" = 1 ]; do
+  changed=0
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    case "$pids" in *" $p "*) continue;; esac
+    { read -r s < "$d/stat"; } 2>/dev/null || continue
+    s=${s##*) }
+    set -- $s
+    case "$pids" in *" $2 "*) pids="$pids$p "; changed=1; continue;; esac
+    [ "$3" = "$root" ] && { pids="$pids$p "; changed=1; }
+  done
+done
+[ "$sig" = 0 ] || kill -"$sig" -"$root" 2>/dev/null
+alive=
+for p in $pids; do
+  { read -r s < "/proc/$p/stat"; } 2>/dev/null || continue
+  s=${s##*) }
+  set -- $s
+  [ "$1" = Z ] && continue
+  kill -"$sig" "$p" 2>/dev/null && alive="$alive $p"
+done
+echo "sbx-pids$pids"
+echo "sbx-alive$alive"
+exit 0
+"""
+"""Args: ``SIGNUM ROOT_PID [PID...]``. Signals ROOT's group, ROOT, its descendants, reparented
+members of its group and the extra PIDs (found by an earlier pass). Signal 0 only probes.
+Prints ``sbx-pids`` (every pid considered) and ``sbx-alive`` (the live ones signalled)."""
+
+SPAWN = r"""
+wd=$1; cmd=$2; out=$3; st=$4
+eval "$5"
+cd -- "$wd" 2>/dev/null || { echo sbx-no-workdir; exit 44; }
+{ : >>"$out" && chmod 600 "$out"; } 2>/dev/null || { echo sbx-no-output; exit 45; }
+w='sh -c "$1" </dev/null; rc=$?; printf %s "$rc" > "$2.tmp" && mv -f "$2.tmp" "$2"'
+if command -v setsid >/dev/null 2>&1; then
+  mode=setsid
+  setsid sh -c "$w" sbx-process "$cmd" "$st" </dev/null >>"$out" 2>&1 &
+else
+  mode=job
+  set -m 2>/dev/null
+  sh -c "$w" sbx-process "$cmd" "$st" </dev/null >>"$out" 2>&1 &
+fi
+pid=$!
+{ read -r s < /proc/$pid/stat; } 2>/dev/null || s=''
+echo "sbx-spawn $mode $pid"
+echo "sbx-stat $s"
+"""
+"""Args: ``WORKDIR COMMAND OUTPUT STATUS EXPORTS``. Starts COMMAND detached (own session when
+``setsid`` exists) with output appended to OUTPUT and its exit status written atomically to
+STATUS. Prints ``sbx-spawn MODE PID`` and ``sbx-stat <the pid's /proc stat line>``."""
+
+STAT = r"""
+{ read -r s < /proc/$1/stat; } 2>/dev/null || { echo sbx-gone; exit 0; }
+echo "sbx-stat $s"
+"""
+"""Args: ``PID``. Prints the pid's ``/proc`` stat line, or ``sbx-gone``."""
+
+SIGNAL = r"""
+if { read -r s < /proc/$1/stat; } 2>/dev/null; then
+  r=${s##*) }
+  set -- "$@" $r
+  # $5 = state (field 3), $24 = start time (field 22).
+  eval "t=\${24}"
+  if [ "$5" != Z ] && [ -n "$3" ] && [ "$t" != "$3" ]; then echo sbx-reused; exit 0; fi
+fi
+kill -"$4" -"$2" 2>/dev/null && { echo sbx-signalled; exit 0; }
+echo sbx-gone
+"""
+"""Args: ``PID PGID START_TIME SIGNUM`` (START_TIME may be empty). Signals the group PGID
+unless PID is alive with another start time (reused); with the leader gone, the group
+id can only still be held by the process's own members."""
+
+READ_FILE = r"""
+[ -e "$1" ] || exit 44
+[ -d "$1" ] && exit 45
+[ -r "$1" ] || exit 46
+if [ -z "$3" ]; then tail -c +"$(( $2 + 1 ))" -- "$1"
+else tail -c +"$(( $2 + 1 ))" -- "$1" | head -c "$3"; fi
+"""
+"""Args: ``PATH OFFSET [LIMIT]``. Writes the file's bytes from OFFSET to stdout."""
+
+_SIZE = r"""
+size() { s=$(stat -c %s -- "$1" 2>/dev/null) || s=$(( $(wc -c < "$1") )); echo "$s"; }
+boundary() {  # discard_boundary SIZE CAP ALIGN (environments/base.py), in sh arithmetic
+  b=0
+  if [ "$2" -gt 0 ] && [ "$1" -gt "$2" ]; then
+    b=$(( ($1 - $2 + $3 - 1) / $3 * $3 )); [ "$b" -gt "$1" ] && b=$1
+  fi
+  echo "$b"
+}
+"""
+
+TRIM_HEAD = _SIZE + r"""
+f=$1; cap=$2; al=$3
+[ -f "$f" ] || exit 44
+size=$(size "$f"); cut=$(boundary "$size" "$cap" "$al")
+# A shell with busybox applets built in may run its own fallocate (no -p) before PATH's:
+# try util-linux by its usual paths too.
+punch() {
+  for fa in fallocate /usr/bin/fallocate /usr/local/bin/fallocate; do
+    "$fa" -p -o 0 -l "$2" -- "$1" 2>/dev/null && return 0
+  done
+  return 1
+}
+ok=unknown
+if [ "$cut" -gt 0 ]; then
+  if punch "$f" "$cut"; then ok=yes; else ok=no; cut=0; fi
+elif [ "$4" = probe ]; then
+  t="$f.sbx-probe.$$"
+  if : > "$t" 2>/dev/null && punch "$t" "$al"; then ok=yes; else ok=no; fi
+  rm -f -- "$t"
+fi
+echo "sbx-trim $size $cut $ok"
+"""
+"""Args: ``PATH CAP ALIGN [probe]``. Punches a hole over the head of PATH (see
+``discard_boundary``), keeping its size. Prints ``sbx-trim SIZE DISCARDED yes|no|unknown``
+(``no``: no ``fallocate --punch-hole`` here; ``unknown``: nothing to do, no probe)."""
+
+READ_OUTPUT = _SIZE + r"""
+f=$1; lim=$3
+[ -e "$f" ] || exit 44
+[ -d "$f" ] && exit 45
+[ -r "$f" ] || exit 46
+start=$(boundary "$(size "$f")" "$4" "$5"); [ "$2" -gt "$start" ] && start=$2
+[ "$lim" -gt 0 ] && tail -c +"$(( start + 1 ))" -- "$f" | head -c "$lim"
+printf '\nsbx-window %s %s\n' "$start" "$(size "$f")"
+"""
+"""Args: ``PATH OFFSET LIMIT CAP ALIGN``. Writes at most LIMIT bytes of PATH from OFFSET or
+the discard boundary, whichever is later, then ``\nsbx-window START SIZE\n`` (SIZE measured
+after the read)."""
+
+WRITE_FILE = r"""
+d=$(dirname -- "$1")
+[ -d "$d" ] || exit 44
+t="$1.sbx-tmp.$$"
+cat > "$t" || { rm -f "$t"; exit 46; }
+mv -f -- "$t" "$1" || exit 46
+"""
+"""Args: ``PATH``. Replaces PATH atomically with stdin."""
+
+FILE_ERRORS: dict[int, type[OSError]] = {
+    44: FileNotFoundError,
+    45: IsADirectoryError,
+    46: PermissionError,
+}
+
+
+def exports(env: dict[str, str]) -> str:
+    """``export NAME='value'`` lines for :data:`SPAWN`'s EXPORTS argument."""
+    return "\n".join(f"export {k}={shell_quote(v)}" for k, v in env.items())
+
+
+def parse_stat(line: str) -> tuple[str, int, int] | None:
+    """``(state, pgid, start_time)`` from a ``/proc/<pid>/stat`` line, ``None`` if malformed."""
+    rest = line[line.rfind(")") + 2 :].split()
+    try:
+        return rest[0], int(rest[2]), int(rest[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def parse_kill_output(text: str) -> tuple[set[int], set[int]]:
+    """``(every pid considered, live pids signalled)`` from a :data:`KILL_TREE` run."""
+    seen: set[int] = set()
+    alive: set[int] = set()
+    for line in text.splitlines():
+        for prefix, into in (("sbx-pids", seen), ("sbx-alive", alive)):
+            if line.startswith(prefix):
+                into.update(int(p) for p in line[len(prefix) :].split() if p.isdigit())
+    return seen, alive
+
+
+def kill_tree(
+    helper: Callable[[str, list[str]], tuple[int, bytes]],
+    memory: dict[int, set[int]],
+    pgid: int,
+    signum: int,
+) -> None:
+    """``kill_group`` for :class:`~environments.shell.driver.SessionShell` through a helper runner.
+
+    ``memory`` keeps, per group, the pids seen by earlier passes: once TERM killed
+    the subshell its TERM-ignoring children are reparented and only found that way.
+    Raises ``ProcessLookupError`` when nothing of the tree is alive (the contract
+    SessionShell relies on when it probes with signal 0).
+    """
+    known = memory.setdefault(pgid, set())
+    _, out = helper(KILL_TREE, [str(signum), str(pgid), *map(str, sorted(known - {pgid}))])
+    seen, alive = parse_kill_output(out.decode(errors="replace"))
+    known.update(seen)
+    if not alive:
+        raise ProcessLookupError(f"no process of group {pgid} is alive")
+
+
+def parse_spawn_output(text: str) -> tuple[int, int, int | None] | None:
+    """``(pid, pgid, start_time)`` from :data:`SPAWN` output, ``None`` if it did not start."""
+    pid: int | None = None
+    mode = ""
+    stat: tuple[str, int, int] | None = None
+    for line in text.splitlines():
+        if line.startswith("sbx-spawn "):
+            parts = line.split()
+            if len(parts) == 3 and parts[2].isdigit():
+                mode, pid = parts[1], int(parts[2])
+        elif line.startswith("sbx-stat "):
+            stat = parse_stat(line[len("sbx-stat ") :])
+    if pid is None:
+        return None
+    # With setsid the process leads its own group; otherwise trust what /proc said.
+    pgid = pid if mode == "setsid" or stat is None else stat[1]
+    return pid, pgid, stat[2] if stat else None
+
+
+class HelperOps:
+    """spawn/is_running/signal/read_file/write_file for backends that reach the sandbox only
+    by running :data:`SPAWN`, :data:`STAT`... there through ``_helper``.
+
+    Mixed into an :class:`~environments.base.Environment` that has a ``shell``
+    (:class:`~environments.shell.driver.SessionShell`) and implements ``_helper``.
+    """
+
+    shell: SessionShell
+    where: str = "the sandbox"
+    can_punch_holes = True
+
+    def _helper(
+        self, script: str, args: list[str], stdin: bytes | None = None
+    ) -> tuple[int, bytes]:
+        """Run ``sh -c SCRIPT sbx ARGS...`` in the sandbox; ``(exit status, stdout)``.
+
+        Raises :class:`~environments.errors.SandboxDead` when the sandbox is gone."""
+        raise NotImplementedError
+
+    def spawn(
+        self,
+        command: str,
+        *,
+        output_path: str,
+        status_path: str,
+        workdir: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> SpawnedProcess:
+        if not self.shell.alive and not self.shell.cwd:
+            self.shell.start()  # the session's cwd and environment are the defaults
+        run_env = {**self.shell.env, **(env or {})}
+        cwd = workdir or self.shell.cwd
+        code, out = self._helper(SPAWN, [cwd, command, output_path, status_path, exports(run_env)])
+        if code == 44:
+            raise WorkdirNotFound(f"workdir does not exist: {cwd} (nothing was run)")
+        if code == 45:
+            raise PermissionError(f"cannot write {output_path} in {self.where}")
+        parsed = parse_spawn_output(out.decode(errors="replace"))
+        if parsed is None:
+            raise SandboxError(f"background process did not start: {out[-500:]!r}")
+        pid, pgid, start = parsed
+        return SpawnedProcess(
+            pid=pid, pgid=pgid, start_time=start, output_path=output_path, status_path=status_path
+        )
+
+    def is_running(self, process: SpawnedProcess) -> bool:
+        try:
+            _, out = self._helper(STAT, [str(process.pid)])
+        except SandboxDead:
+            return False
+        text = out.decode(errors="replace").strip()
+        if not text.startswith("sbx-stat "):
+            return False
+        stat = parse_stat(text.removeprefix("sbx-stat "))
+        if stat is None or stat[0] == "Z":
+            return False
+        return process.start_time is None or stat[2] == process.start_time
+
+    def signal(self, process: SpawnedProcess, signum: int) -> bool:
+        start = "" if process.start_time is None else str(process.start_time)
+        try:
+            _, out = self._helper(
+                SIGNAL, [str(process.pid), str(process.pgid), start, str(signum)]
+            )
+        except SandboxDead:
+            return False
+        return out.strip() == b"sbx-signalled"
+
+    def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
+        args = [path, str(offset), "" if limit is None else str(limit)]
+        code, out = self._helper(READ_FILE, args)
+        if code in FILE_ERRORS:
+            raise FILE_ERRORS[code](f"{path} (in {self.where})")
+        if code != 0:
+            raise SandboxError(f"reading {path} failed with status {code}")
+        return out
+
+    def trim_output_head(self, path: str, cap: int, *, probe: bool = False) -> HeadTrim:
+        args = [path, str(cap), str(OUTPUT_ALIGN), "probe" if probe else ""]
+        code, out = self._helper(TRIM_HEAD, args)
+        if code in FILE_ERRORS:
+            raise FILE_ERRORS[code](f"{path} (in {self.where})")
+        parts = out.decode(errors="replace").split()
+        if code != 0 or len(parts) != 4 or parts[0] != "sbx-trim":
+            raise SandboxError(f"trimming {path} failed with status {code}: {out[-200:]!r}")
+        supported = {"yes": True, "no": False}.get(parts[3])
+        return HeadTrim(size=int(parts[1]), discarded=int(parts[2]), supported=supported)
+
+    def _read_output_once(
+        self, path: str, offset: int, limit: int, cap: int
+    ) -> tuple[bytes, int, int]:
+        args = [path, str(offset), str(limit), str(cap), str(OUTPUT_ALIGN)]
+        code, out = self._helper(READ_OUTPUT, args)
+        if code in FILE_ERRORS:
+            raise FILE_ERRORS[code](f"{path} (in {self.where})")
+        data, sep, trailer = out.rpartition(b"\nsbx-window ")
+        fields = trailer.split()
+        if code != 0 or not sep or len(fields) != 2 or not all(f.isdigit() for f in fields):
+            raise SandboxError(f"reading {path} failed with status {code}")
+        return data, int(fields[0]), int(fields[1])
+
+    def write_file(self, path: str, data: bytes) -> None:
+        code, _ = self._helper(WRITE_FILE, [path], stdin=data)
+        if code in FILE_ERRORS:
+            raise FILE_ERRORS[code](f"{path} (in {self.where})")
+        if code != 0:
+            raise SandboxError(f"writing {path} failed with status {code}")

@@ -1,0 +1,466 @@
+"""The process registry of one worker: start, observe, stop and adopt background processes.
+
+Contracts (docs/architecture.md, "Background processes" and "Identity"):
+
+* Every method takes the caller's *already verified* session id. Live process
+  actions (poll, log, wait, kill, list) are owner-only; reading a finished
+  process's receipt is allowed to the owner or its compression continuation.
+  A process id alone authorizes nothing: denial raises :class:`PermissionDenied`.
+* When a process ends: its receipt is written first, then waiters are
+  released (completion event), then its checkpoint is removed. Exactly one
+  receipt per process, also when a kill races the exit.
+* Output stays in the process's output file (a private spool outside
+  ``SBX_HOME`` for local processes, since it is unredacted); the registry holds
+  no output in memory. Reads are by byte offset and never split a UTF-8 sequence.
+  The file keeps at most ``output_cap`` bytes on disk, the newest
+  (:mod:`process_registry.output_cap`); reads never return its discarded head.
+* :meth:`ProcessTable.adopt_all` adopts a checkpointed process only when
+  pid, start time and boot id match and its writer is gone; otherwise it
+  never signals it, and records its true exit status (or ``lost``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import hashlib
+import logging
+import os
+import secrets
+import signal
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+from environments.base import Environment, SpawnedProcess
+from environments.errors import Unsupported
+
+from .adoption import adopt_all
+from .atomic import ensure_private_dir, validate_id
+from .checkpoints import CheckpointStore
+from .continuations import ContinuationStore
+from .models import (
+    AlreadyExists,
+    LogChunk,
+    PermissionDenied,
+    ProcessInfo,
+    ProcessRecord,
+    ProcessState,
+    ProcessTableError,
+    Receipt,
+    redact,
+)
+from .output_cap import DEFAULT_PROCESS_OUTPUT_CAP, CapState, OutputCapSweeper, validate_cap
+from .receipts import DEFAULT_MAX_AGE, DEFAULT_MAX_COUNT, ReceiptStore
+from .sessions import validate_session_id
+from .tracking import (
+    AdoptionReport,
+    Tracked,
+    draft_receipt,
+    info_from_receipt,
+    live_chunk,
+    live_info,
+    make_chunk,
+    status_file_code,
+)
+from .watcher import ExitWatcher
+
+log = logging.getLogger(__name__)
+
+EnvironmentLookup = Callable[[ProcessRecord], Environment | None]
+"""Returns the environment an adopted record's process lives in (None: not reachable now)."""
+
+_FINISHED_KEPT = 256
+
+
+class PtyUnsupported(ProcessTableError, ValueError):
+    """``pty`` was asked of a backend that cannot run background processes on a pty."""
+
+
+class InputUnsupported(ProcessTableError, ValueError):
+    """``write`` to a process that takes no input (not started with ``pty``, or ended)."""
+
+
+class ProcessTable:
+    """Background processes of one worker over one ``SBX_HOME``."""
+
+    def __init__(
+        self,
+        home: Path,
+        environment_lookup: EnvironmentLookup,
+        *,
+        receipts: ReceiptStore | None = None,
+        kill_grace: float = 2.0,
+        redact_live: bool = True,
+        spool_dir: Path | None = None,
+        poll_interval: float = 0.05,
+        on_finished: Callable[[str, str], None] | None = None,
+        receipt_max_age: float = DEFAULT_MAX_AGE,
+        receipt_max_count: int = DEFAULT_MAX_COUNT,
+        output_cap: int = DEFAULT_PROCESS_OUTPUT_CAP,
+    ) -> None:
+        """``on_finished(process_id, owner)`` runs once per process after its receipt is
+        written and its waiters released, before its checkpoint is removed (errors logged).
+        ``receipt_max_age`` (seconds) and ``receipt_max_count`` bound retention.
+        ``output_cap``: bytes of each new process's output kept on disk (0: unlimited)."""
+        self.home = Path(home)
+        self.on_finished = on_finished
+        ensure_private_dir(self.home)
+        self.environment_lookup = environment_lookup
+        self.continuations = ContinuationStore(self.home)
+        self.receipts = receipts or ReceiptStore(
+            self.home,
+            continuations=self.continuations,
+            max_age=receipt_max_age,
+            max_count=receipt_max_count,
+        )
+        self.checkpoints = CheckpointStore(self.home)
+        self.kill_grace = kill_grace
+        self.redact_live = redact_live
+        self.output_cap = validate_cap(output_cap)
+        # Raw output is unredacted: keep it out of SBX_HOME, in a private per-home spool.
+        tag = hashlib.sha256(str(self.home.resolve()).encode()).hexdigest()[:12]
+        self.spool = ensure_private_dir(
+            spool_dir or Path(tempfile.gettempdir()) / f"sbx-{os.getuid()}-{tag}"
+        )
+        self._lock = threading.Lock()
+        self._live: dict[str, Tracked] = {}
+        self._finished: OrderedDict[str, Tracked] = OrderedDict()
+        self._watcher = ExitWatcher(self._on_exit, poll_interval=poll_interval)
+        self._sweeper = OutputCapSweeper(self._watcher.schedule)
+
+    # -- starting --------------------------------------------------------------------------
+
+    def start(
+        self,
+        env: Environment,
+        command: str,
+        *,
+        owner_session_id: str,
+        workdir: str | None = None,
+        env_vars: dict[str, str] | None = None,
+        timeout: float | None = None,
+        pty: bool = False,
+    ) -> ProcessRecord:
+        """Spawn ``command`` detached in ``env``, checkpoint it and watch it.
+
+        ``timeout`` (seconds) kills it (TERM, grace, KILL) with status ``timeout``.
+        ``pty`` runs it on a pseudo-terminal (local backend only, else
+        :class:`PtyUnsupported`); :meth:`write` then sends it input.
+        """
+        validate_session_id(owner_session_id)
+        if pty and not env.supports_pty:
+            raise PtyUnsupported(
+                f"pty background processes are not supported on the {env.backend!r} backend; "
+                "start it without pty"
+            )
+        process_id = "p" + secrets.token_hex(8)
+        output_path, status_path = env.process_paths(process_id, str(self.spool))
+        start = env.spawn_on_pty if pty else env.spawn
+        spawned = start(
+            command,
+            output_path=output_path,
+            status_path=status_path,
+            workdir=workdir,
+            env=env_vars,
+        )
+        record = ProcessRecord(
+            process_id=process_id,
+            pid=spawned.pid,
+            pgid=spawned.pgid,
+            pid_start_time=spawned.start_time,
+            boot_id=env.boot_id(),
+            writer=self.checkpoints.me,
+            owner_session_id=owner_session_id,
+            backend=env.backend,
+            sandbox_id=env.sandbox_id,
+            command=redact(command),
+            cwd=workdir,
+            output_path=spawned.output_path,
+            status_path=spawned.status_path,
+            started_at=time.time(),
+            pty=pty,
+            timeout=timeout,
+            output_cap=self.output_cap,
+        )
+        # Watch first, checkpoint second: a short process's exit is handled while its
+        # checkpoint is written; only the checkpoint's removal waits for that write.
+        tracked = self.track(record, env, spawned, checkpointed=False)
+        try:
+            stored = self.checkpoints.write(record)  # stores the command redacted
+        finally:
+            tracked.checkpointed.set()
+        return stored
+
+    def track(
+        self,
+        record: ProcessRecord,
+        env: Environment,
+        spawned: SpawnedProcess,
+        *,
+        checkpointed: bool = True,
+    ) -> Tracked:
+        """Watch ``record``'s process until it ends, sweeping its output file to its cap
+        (used by :meth:`start` and adoption)."""
+        tracked = self._new_tracked(record, env)
+        if checkpointed:
+            tracked.checkpointed.set()
+        with self._lock:
+            self._live[record.process_id] = tracked
+        self._watcher.watch(
+            record.process_id, env, spawned, local=env.processes_on_worker_host
+        )
+        if record.timeout is not None:
+            remaining = record.started_at + record.timeout - time.time()
+            self._watcher.schedule(max(0.0, remaining), lambda: self._expire(record.process_id))
+        self._sweeper.start(tracked)
+        return tracked
+
+    def _new_tracked(self, record: ProcessRecord, env: Environment) -> Tracked:
+        cap = self.output_cap if record.output_cap is None else record.output_cap
+        return Tracked(record, env, cap=CapState(cap))
+
+    def tracks(self, process_id: str) -> bool:
+        """True when this registry watches (or recently watched) ``process_id``."""
+        return self.owner_of(process_id) is not None
+
+    def owner_of(self, process_id: str) -> str | None:
+        """Owner session of a process this registry tracks (None: not tracked here).
+
+        For routing and bookkeeping only: it authorizes nothing.
+        """
+        with self._lock:
+            t = self._live.get(process_id) or self._finished.get(process_id)
+        return t.record.owner_session_id if t is not None else None
+
+    # -- completion ------------------------------------------------------------------------
+
+    def _on_exit(self, process_id: str, wait_status: int | None) -> None:
+        with self._lock:
+            tracked = self._live.get(process_id)
+        if tracked is not None:
+            self._finalize(tracked, wait_status)
+
+    def finalize_untracked(self, t: Tracked) -> None:
+        """Receipt a process that ended out of our sight (adoption): never signalled."""
+        t.cap = self._new_tracked(t.record, t.env).cap
+        with self._lock:
+            self._live[t.record.process_id] = t
+        self._finalize(t, None)
+
+    def _finalize(self, t: Tracked, wait_status: int | None) -> None:
+        """Receipt, then release waiters, then drop the checkpoint (once per process)."""
+        with t.lock:
+            if t.finalizing:
+                return
+            t.finalizing = True
+        rec = t.record
+        self._sweeper.final(t)  # the file stays (spool, sandbox) after the receipt: bound it
+        try:
+            code = status_file_code(t.env, rec.status_path)
+            if code is None:
+                code = wait_status
+            status: ProcessState = t.ending or ("exited" if code is not None else "lost")
+            t.receipt = self._write_receipt(t, status, code)
+        except Exception:
+            log.exception("could not write the receipt of %s; its checkpoint stays", rec.process_id)
+            t.done.set()
+            return
+        t.done.set()
+        with self._lock:
+            self._live.pop(rec.process_id, None)
+            self._finished[rec.process_id] = t
+            while len(self._finished) > _FINISHED_KEPT:
+                _, old = self._finished.popitem(last=False)
+                self._discard_output(old)
+        if self.on_finished is not None:
+            try:
+                self.on_finished(rec.process_id, rec.owner_session_id)
+            except Exception:
+                log.exception("on_finished failed for %s", rec.process_id)
+        t.checkpointed.wait(30.0)
+        with contextlib.suppress(Exception):
+            self.checkpoints.remove(rec.process_id)
+        with contextlib.suppress(Exception):
+            if t.env.processes_on_worker_host:
+                os.unlink(rec.status_path)
+
+    def _write_receipt(self, t: Tracked, status: ProcessState, code: int | None) -> Receipt:
+        rec = t.record
+        draft = draft_receipt(
+            rec, t.env, status, code, self.receipts.output_cap, output_cap=t.cap.read_cap()
+        )
+        try:
+            return self.receipts.write(draft)
+        except AlreadyExists:
+            # Someone (another worker adopting it) wrote it first: theirs is the one receipt.
+            return self.receipts.read(rec.process_id, rec.owner_session_id, verified=False)
+
+    def _discard_output(self, t: Tracked) -> None:
+        if t.env.processes_on_worker_host:
+            with contextlib.suppress(OSError):
+                os.unlink(t.record.output_path)
+
+    # -- killing ---------------------------------------------------------------------------
+
+    def _signal_end(self, t: Tracked, reason: ProcessState) -> bool:
+        """TERM the process group if it still is that process; mark why it ends."""
+        spawned = t.record.spawned()
+        if t.done.is_set() or not t.env.is_running(spawned):
+            return False
+        with t.lock:
+            if t.finalizing:
+                return False
+            t.ending = t.ending or reason
+        t.env.signal(spawned, signal.SIGTERM)
+        return True
+
+    def _expire(self, process_id: str) -> None:
+        with self._lock:
+            t = self._live.get(process_id)
+        if t is not None and self._signal_end(t, "timeout"):
+            self._watcher.schedule(self.kill_grace, lambda: self._force(t))
+
+    @staticmethod
+    def _await_group_end(spawned: SpawnedProcess, env: Environment, seconds: float) -> bool:
+        """Poll (bounded) until no member of the group runs; False if some still do."""
+        deadline = time.monotonic() + seconds
+        while env.signal(spawned, 0):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def _force(self, t: Tracked) -> None:
+        """KILL whatever of the process group is left, leader or not."""
+        t.env.signal(t.record.spawned(), signal.SIGKILL)
+
+    def kill(self, process_id: str, session_id: str) -> ProcessInfo:
+        """TERM the process group, KILL it after ``kill_grace``; returns once it ended.
+
+        Status ``killed`` when our signal ended it; a process that had already
+        exited keeps its own status. Exactly one receipt either way.
+        """
+        t = self._owned(process_id, session_id)
+        if t is None:
+            return self.poll(process_id, session_id)
+        if self._signal_end(t, "killed"):
+            # Give the whole group the grace period (members may outlive the leader:
+            # a command that ignores TERM under a shell that does not), then KILL it.
+            spawned = t.record.spawned()
+            self._await_group_end(spawned, t.env, self.kill_grace)
+            self._force(t)
+            # KILL is delivered asynchronously: return once nothing of the group runs.
+            self._await_group_end(spawned, t.env, 5.0)
+        # Also when it had just ended on its own: return only once its receipt exists.
+        t.done.wait(self.kill_grace + 5.0)
+        return live_info(t)
+
+    # -- input -----------------------------------------------------------------------------
+
+    def write(self, process_id: str, session_id: str, data: str) -> int:
+        """Send ``data`` (UTF-8) to the terminal of a running ``pty`` process; bytes sent.
+
+        Owner-only like every action. Raises :class:`InputUnsupported` for a
+        process started without ``pty``, one that ended, or one only a
+        receipt remains of.
+        """
+        t = self._owned(process_id, session_id)
+        if t is None:
+            self.receipts.read(process_id, session_id)  # NotFound / PermissionDenied first
+            raise InputUnsupported(f"process {process_id} has ended: it takes no input")
+        if not t.record.pty:
+            raise InputUnsupported(
+                f"process {process_id} was not started with pty: true, so it takes no input"
+            )
+        if t.done.is_set():
+            raise InputUnsupported(f"process {process_id} has ended: it takes no input")
+        try:
+            return t.env.write_input(t.record.spawned(), data.encode())
+        except (OSError, Unsupported) as exc:
+            raise InputUnsupported(f"process {process_id}: {exc}") from None
+
+    # -- observing -------------------------------------------------------------------------
+
+    def _owned(self, process_id: str, session_id: str) -> Tracked | None:
+        """The tracked process if ``session_id`` owns it; None when only a receipt remains."""
+        validate_id(process_id, "process id")
+        with self._lock:
+            t = self._live.get(process_id) or self._finished.get(process_id)
+        if t is None:
+            return None
+        if t.record.owner_session_id != session_id:
+            raise PermissionDenied(f"session does not own process {process_id}")
+        return t
+
+    def poll(self, process_id: str, session_id: str) -> ProcessInfo:
+        """Current state of a process (or its receipt once it is only a receipt)."""
+        t = self._owned(process_id, session_id)
+        if t is not None:
+            return live_info(t)
+        return info_from_receipt(self.receipts.read(process_id, session_id))
+
+    def wait(self, process_id: str, session_id: str, timeout: float | None = None) -> ProcessInfo:
+        """Block until the process ended (its receipt is written) or ``timeout`` passed."""
+        t = self._owned(process_id, session_id)
+        if t is None:
+            return self.poll(process_id, session_id)
+        t.done.wait(timeout)
+        return live_info(t)
+
+    def _mine(self, session_id: str) -> builtins.list[Tracked]:
+        with self._lock:
+            return [
+                t
+                for t in [*self._live.values(), *self._finished.values()]
+                if t.record.owner_session_id == session_id
+            ]
+
+    def linger(self, session_id: str, timeout: float) -> builtins.list[ProcessInfo]:
+        """Wait (at most ``timeout`` s in all) for the session's processes; return them all."""
+        deadline = time.monotonic() + timeout
+        mine = self._mine(session_id)
+        for t in mine:
+            t.done.wait(max(0.0, deadline - time.monotonic()))
+        return [live_info(t) for t in mine]
+
+    def list(self, session_id: str) -> builtins.list[ProcessInfo]:
+        """Processes this worker tracks (running and recently finished) owned by ``session_id``."""
+        mine = sorted(self._mine(session_id), key=lambda t: t.record.started_at)
+        return [live_info(t) for t in mine]
+
+    def log(
+        self, process_id: str, session_id: str, offset: int = 0, limit: int = 65536
+    ) -> LogChunk:
+        """Output from byte ``offset`` (at most ``limit`` bytes); see :class:`LogChunk`.
+
+        With ``redact_live`` a running process's read stops at the last complete
+        line when there is one, so a secret is never split between two reads.
+        A read below the head the output cap discarded starts after it (see
+        ``LogChunk.discarded_before``); it never returns bytes of that head.
+        """
+        if offset < 0 or limit <= 0:
+            raise ValueError("offset must be >= 0 and limit > 0")
+        t = self._owned(process_id, session_id)
+        if t is not None:
+            chunk = live_chunk(t, offset, limit, redact_live=self.redact_live)
+            if chunk is not None:
+                return chunk
+        receipt = self.receipts.read(process_id, session_id)
+        body = receipt.output.encode()
+        return make_chunk(process_id, body[offset : offset + limit], offset, limit, ended=True,
+                          status=receipt.status, redact_live=self.redact_live,
+                          total=len(body))  # fmt: skip
+
+    # -- adoption and shutdown -------------------------------------------------------------
+
+    def adopt_all(self) -> AdoptionReport:
+        """Take over the checkpoints of dead workers (see :mod:`process_registry.adoption`)."""
+        return adopt_all(self)
+
+    def close(self) -> None:
+        """Stop watching; processes keep running and later workers can adopt them."""
+        self._watcher.close()

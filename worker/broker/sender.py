@@ -1,0 +1,151 @@
+"""Sending tasks to workers and waiting for their answers in the ledger.
+
+:class:`CallSender` is the one way a message reaches a worker and its answer
+comes back, used by platform clients and by workers that forward an action to
+another worker alike. Every sbx task answers through its mailbox in the ledger
+under the task id, never through Celery's result backend.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import redis
+from celery import Celery
+from kombu.exceptions import OperationalError
+
+from registry.results import tool_error
+from worker.broker.app import create_app
+from worker.broker.connection import display_url, redis_client
+from worker.errors import BrokerUnavailable
+from worker.protocol.ledger import CallLedger, declare_lost
+from worker.protocol.messages import ToolCallMessage
+from worker.protocol.tasks import TOOL_CALL_TASK
+from worker.settings import Settings
+
+# How often a waiting sender checks that the call's worker is alive.
+_LIVENESS_POLL_S = 1.0
+# Reconnection backoff while the broker is unreachable.
+_RECONNECT_FIRST_S = 0.05
+_RECONNECT_MAX_S = 1.0
+
+
+class CallSender:
+    """Publishes sbx tasks to ``broker_url`` and collects their answers from ``ledger_url``."""
+
+    def __init__(self, broker_url: str, ledger_url: str, settings: Settings) -> None:
+        self.settings = settings
+        self.broker_url = broker_url
+        self.ledger_url = ledger_url
+        self.app: Celery = create_app(broker_url, settings)
+        self.ledger = CallLedger(
+            redis_client(ledger_url), claim_ttl=settings.claim_ttl, lost_after=settings.lost_after
+        )
+
+    def send(self, task: str, args: list[Any], task_id: str, queue: str | None) -> None:
+        """Publish one task message; :class:`BrokerUnavailable` if the broker is down."""
+        try:
+            self.app.send_task(
+                task,
+                args=args,
+                task_id=task_id,
+                queue=queue or self.settings.queue,
+                ignore_result=True,
+                # Celery would otherwise copy a repr of the arguments (commands, tokens)
+                # into the message headers: work per call, and a second copy of secrets.
+                argsrepr="",
+                kwargsrepr="",
+            )
+        except (OperationalError, redis.RedisError) as exc:
+            raise BrokerUnavailable(
+                f"cannot reach the broker at {display_url(self.broker_url)}: {exc}; "
+                "the call was not sent"
+            ) from None
+
+    def send_call(self, message: ToolCallMessage, queue: str | None = None) -> None:
+        """Queue a tool call (``queue``: the shared queue when None); :meth:`wait_answer`
+        or :meth:`result` then collects it by ``message.call_id``."""
+        self.send(TOOL_CALL_TASK, [message.model_dump(mode="json")], message.call_id, queue)
+
+    def cancel(self, call_id: str) -> None:
+        """Stop call ``call_id``: a queued call never runs; a running one has its tree killed."""
+        self.ledger.request_cancel(call_id)
+
+    def wait_answer(self, call_id: str, wait: float, *, claimed: bool) -> str | None:
+        """The answer of ``call_id`` within ``wait`` seconds, else None.
+
+        ``claimed`` calls (tool calls) whose worker died answer ``lost``, and
+        ``{"status": "collected"}`` when their result was taken before. A broker
+        that goes away is waited for until the deadline (a worker holds a
+        finished call's result until it can deliver it), then :class:`BrokerUnavailable`.
+        """
+        deadline = time.monotonic() + wait
+        backoff = _RECONNECT_FIRST_S
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                value = self.ledger.take_result(
+                    call_id, min(_LIVENESS_POLL_S, max(0.0, remaining))
+                )
+                if value is not None:
+                    return value
+                if claimed and self.ledger.is_lost(call_id):
+                    declare_lost(self.ledger, call_id, None)
+                    continue
+                if claimed and self.ledger.collected(call_id):
+                    return tool_error(
+                        f"the result of call {call_id} was already collected; "
+                        "a result is handed out once",
+                        status="collected",
+                        call_id=call_id,
+                    )
+                backoff = _RECONNECT_FIRST_S
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                if time.monotonic() >= deadline:
+                    raise BrokerUnavailable(
+                        f"lost the connection to {display_url(self.ledger_url)} while waiting for "
+                        f"call {call_id}: {exc}; the call may have run: collect its result "
+                        "with result(call_id, wait) once the broker is back"
+                    ) from None
+                # Retry backoff, not synchronisation: nothing to wait on while it is down.
+                time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+                backoff = min(backoff * 2, _RECONNECT_MAX_S)
+                continue
+            if time.monotonic() >= deadline:
+                return None
+
+    def ask(self, task: str, args: list[Any], wait: float, queue: str | None = None) -> str | None:
+        """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer)."""
+        task_id = uuid.uuid4().hex
+        self.send(task, args, task_id, queue)
+        return self.wait_answer(task_id, wait, claimed=False)
+
+    def result(self, call_id: str, wait: float) -> str:
+        """The result JSON of tool call ``call_id``, waiting up to ``wait`` seconds.
+
+        Answers ``{"status": "lost"}`` when the call's worker died,
+        ``{"status": "pending", "call_id": ...}`` when nothing came in time (call
+        again with the same id to keep waiting), and ``{"status": "collected"}``
+        when its result was handed out before: a result is handed out once.
+        A broker that goes away while waiting is waited for; :class:`BrokerUnavailable`
+        if it is still gone at the deadline.
+        """
+        value = self.wait_answer(call_id, wait, claimed=True)
+        if value is not None:
+            return value
+        return json.dumps(
+            {
+                "status": "pending",
+                "error": f"no result within {wait:g}s: is an `sbx worker` running "
+                f"for queue {self.settings.queue!r}? (call id {call_id})",
+                "call_id": call_id,
+            }
+        )
+
+    def close(self) -> None:
+        """Release broker and ledger connections."""
+        self.ledger.client.close()
+        self.app.close()

@@ -1,0 +1,248 @@
+"""Typed background-process and receipt helpers, mixed into ``SandboxClient``.
+
+Contracts:
+
+* Process actions are ``process`` tool calls; receipt and continuation operations
+  are ``sbx.receipt_op`` tasks. Both carry this
+  client's session id and token; the worker verifies them.
+* Routing: an action on a known process goes to the queue of the worker that
+  holds it (``sbx:process:<id>`` in the broker's Redis, written by the worker
+  at start and adoption); otherwise to the shared queue.
+* Helpers return pydantic models (``worker.protocol.process_messages``) and raise
+  :class:`~worker.errors.ProcessError` for an error result, whose
+  ``status`` is ``denied`` (CLI exit 3), ``not_found`` (4), ``invalid``,
+  ``pending`` (no worker answered) or ``error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from worker.errors import ProcessError
+from worker.protocol.ledger import route_key
+from worker.protocol.process_messages import (
+    Continuation,
+    ProcessLog,
+    ProcessStarted,
+    ProcessStatus,
+    ProcessWrite,
+    Receipt,
+    ReceiptOpMessage,
+    VerifyReport,
+)
+from worker.protocol.tasks import RECEIPT_OP_TASK
+
+if TYPE_CHECKING:
+    from worker.client.sync import SandboxClient
+    from worker.protocol.ledger import CallLedger
+    from worker.settings import Settings
+
+_SLACK_S = 30.0
+"""Extra seconds a client waits beyond an action's own duration."""
+
+
+def _parse(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ProcessError(f"the worker answered with non-JSON: {raw[:200]!r}") from None
+    if not isinstance(value, dict):
+        raise ProcessError(f"unexpected answer: {raw[:200]!r}")
+    if value.get("error"):
+        raise ProcessError(str(value["error"]), str(value.get("status") or "error"), value)
+    if value.get("status") in ("approval_required", "blocked"):
+        message = value.get("description") or value.get("status")
+        raise ProcessError(str(message), str(value["status"]), value)
+    return value
+
+
+class ProcessClientMixin:
+    """Process, receipt and session helpers; needs the ``SandboxClient`` attributes below."""
+
+    if TYPE_CHECKING:
+        settings: Settings
+        session_id: str
+        session_token: str
+        backend: str | None
+        ledger: CallLedger
+
+    def _host(self) -> Any:
+        """``self`` as the SandboxClient it is mixed into (``tool_call``, ``result``)."""
+        return self
+
+    # -- routing ---------------------------------------------------------------------------
+
+    def process_queue(self, process_id: str) -> str | None:
+        """The queue of the worker holding ``process_id``, when the broker knows it."""
+        try:
+            raw = self.ledger.client.get(route_key(process_id))
+        except Exception:
+            return None
+        if not raw:
+            return None
+        with contextlib.suppress(ValueError, TypeError):
+            queue = json.loads(raw).get("queue")
+            return str(queue) if queue else None
+        return None
+
+    def tool_call_on(self, name: str, args: Any, queue: str | None, *, wait: float) -> str:
+        """Like ``tool_call`` but sent to ``queue`` (the shared queue when None)."""
+        return str(self._host().tool_call(name, args, wait=wait, queue=queue))
+
+    def _process(self, args: dict[str, Any], *, wait: float = _SLACK_S) -> dict[str, Any]:
+        process_id = args.get("process_id")
+        queue = self.process_queue(process_id) if isinstance(process_id, str) else None
+        return _parse(self.tool_call_on("process", args, queue, wait=wait))
+
+    # -- processes -------------------------------------------------------------------------
+
+    def start(
+        self, command: str, *, workdir: str | None = None, pty: bool = False
+    ) -> ProcessStarted:
+        """Start ``command`` in the background in this session's sandbox."""
+        args: dict[str, Any] = {"command": command, "background": True}
+        if workdir is not None:
+            args["workdir"] = workdir
+        if pty:
+            args["pty"] = True
+        return ProcessStarted.model_validate(
+            _parse(self._host().tool_call("terminal", args, wait=60.0))
+        )
+
+    def poll(self, process_id: str) -> ProcessStatus:
+        """Status and output tail of one of this session's processes."""
+        return ProcessStatus.model_validate(
+            self._process({"action": "poll", "process_id": process_id})
+        )
+
+    def logs(self, process_id: str, offset: int = 0, limit: int = 65536) -> ProcessLog:
+        """Output from byte ``offset`` (at most ``limit`` bytes)."""
+        args = {"action": "log", "process_id": process_id, "offset": offset, "limit": limit}
+        return ProcessLog.model_validate(self._process(args))
+
+    def wait(self, process_id: str, timeout: float | None = None) -> ProcessStatus:
+        """Block until the process ends or ``timeout`` s pass (status ``running`` then)."""
+        limit = self.settings.max_timeout
+        seconds = limit if timeout is None else max(0, min(int(timeout), limit))
+        args = {"action": "wait", "process_id": process_id, "timeout": seconds}
+        return ProcessStatus.model_validate(self._process(args, wait=seconds + _SLACK_S))
+
+    def kill(self, process_id: str) -> ProcessStatus:
+        """Terminate the process and its children; its final status."""
+        return ProcessStatus.model_validate(
+            self._process({"action": "kill", "process_id": process_id})
+        )
+
+    def write(self, process_id: str, data: str) -> ProcessWrite:
+        """Type ``data`` into a process started with ``pty=True``."""
+        args = {"action": "write", "process_id": process_id, "data": data}
+        return ProcessWrite.model_validate(self._process(args))
+
+    def processes(self) -> list[ProcessStatus]:
+        """This session's processes known to the worker answering."""
+        value = self._process({"action": "list"})
+        return [ProcessStatus.model_validate(p) for p in value.get("processes", [])]
+
+    def linger(self, timeout: float) -> list[ProcessStatus]:
+        """Wait, at most ``timeout`` seconds in all, for this session's running processes.
+
+        For one-shot callers that started background processes and must not exit
+        before those finish. Returns every process's last status (``running`` for
+        those still going at the deadline).
+        """
+        deadline = time.monotonic() + max(0.0, timeout)
+        final = []
+        for p in self.processes():
+            if p.status == "running":
+                p = self.wait(p.process_id, timeout=max(0.0, deadline - time.monotonic()))
+            final.append(p)
+        return final
+
+    # -- receipts and sessions -------------------------------------------------------------
+
+    def receipt_op(
+        self, op: str, *, queue: str | None = None, wait: float = _SLACK_S, **fields: Any
+    ) -> dict[str, Any]:
+        """Run one ``sbx.receipt_op`` as this session; the parsed answer."""
+        message = ReceiptOpMessage.model_validate(
+            {"session_id": self.session_id, "session_token": self.session_token, "op": op,
+             **fields}
+        )  # fmt: skip
+        raw = self._host().ask(RECEIPT_OP_TASK, [message.model_dump()], wait, queue)
+        if raw is None:
+            raise ProcessError(
+                f"no worker answered within {wait:g}s: is an `sbx worker` running?", "pending"
+            )
+        return _parse(raw)
+
+    def receipt(self, process_id: str) -> Receipt:
+        """The receipt of a finished process this session (or its predecessor) owns."""
+        value = self.receipt_op(
+            "receipt_show", process_id=process_id, queue=self.process_queue(process_id)
+        )
+        return Receipt.model_validate(value["receipt"])
+
+    def receipts(self) -> list[Receipt]:
+        """Every receipt this session may read, oldest first."""
+        return [Receipt.model_validate(r) for r in self.receipt_op("receipts_list")["receipts"]]
+
+    def verify_receipts(self) -> list[str]:
+        """Integrity problems in the receipts this session may read (empty: all intact)."""
+        return VerifyReport.model_validate(self.receipt_op("receipts_verify")).problems
+
+    def prune_receipts(self) -> int:
+        """Apply retention now; how many receipts were deleted."""
+        return int(self.receipt_op("receipts_prune")["pruned"])
+
+    def continue_session(self, child_id: str) -> Continuation:
+        """Record that ``child_id`` continues this session (this client holds the parent token)."""
+        return Continuation.model_validate(self.receipt_op("continue", child_id=child_id))
+
+
+class AsyncProcessClientMixin:
+    """``asyncio`` face of :class:`ProcessClientMixin` over ``self._sync`` (a SandboxClient)."""
+
+    if TYPE_CHECKING:
+        _sync: SandboxClient
+
+    async def start(
+        self, command: str, *, workdir: str | None = None, pty: bool = False
+    ) -> ProcessStarted:
+        return await asyncio.to_thread(self._sync.start, command, workdir=workdir, pty=pty)
+
+    async def poll(self, process_id: str) -> ProcessStatus:
+        return await asyncio.to_thread(self._sync.poll, process_id)
+
+    async def logs(self, process_id: str, offset: int = 0, limit: int = 65536) -> ProcessLog:
+        return await asyncio.to_thread(self._sync.logs, process_id, offset, limit)
+
+    async def wait(self, process_id: str, timeout: float | None = None) -> ProcessStatus:
+        return await asyncio.to_thread(self._sync.wait, process_id, timeout)
+
+    async def kill(self, process_id: str) -> ProcessStatus:
+        return await asyncio.to_thread(self._sync.kill, process_id)
+
+    async def write(self, process_id: str, data: str) -> ProcessWrite:
+        return await asyncio.to_thread(self._sync.write, process_id, data)
+
+    async def processes(self) -> list[ProcessStatus]:
+        return await asyncio.to_thread(self._sync.processes)
+
+    async def receipt(self, process_id: str) -> Receipt:
+        return await asyncio.to_thread(self._sync.receipt, process_id)
+
+    async def receipts(self) -> list[Receipt]:
+        return await asyncio.to_thread(self._sync.receipts)
+
+    async def verify_receipts(self) -> list[str]:
+        return await asyncio.to_thread(self._sync.verify_receipts)
+
+    async def continue_session(self, child_id: str) -> Continuation:
+        return await asyncio.to_thread(self._sync.continue_session, child_id)
+
+
+__all__ = ["AsyncProcessClientMixin", "ProcessClientMixin", "ProcessError"]

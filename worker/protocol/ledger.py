@@ -1,0 +1,234 @@
+"""sbx's own state in the ledger (a Redis): claims, heartbeats, mailboxes, routes.
+
+* A call id is *claimed* (``SET NX``) before its command runs; a redelivered
+  message finds the claim and does nothing, so a command never runs twice.
+* While a call runs, its worker refreshes a heartbeat key. A claimed call with
+  no heartbeat and no result is *lost*: its worker died. Whoever notices first
+  (a client waiting on it, or any worker's reaper) delivers a ``lost`` result.
+* A call's result goes to its own *mailbox* (a Redis list) instead of Celery's
+  result backend: one round trip for the worker, one blocking pop for the
+  client. The first result delivered for a call id wins (the real one, or
+  ``lost``); a mailbox is read once and expires with the claim.
+* A running background process has a *route* naming the queue of the worker
+  that holds it, so its actions reach that worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import redis
+
+from registry.results import to_json
+
+log = logging.getLogger(__name__)
+
+RUNNING_KEY = "sbx:calls:running"
+ROUTE_PREFIX = "sbx:process:"
+
+
+def claim_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:claim"
+
+
+def heartbeat_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:hb"
+
+
+def cancel_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:cancel"
+
+
+def result_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:result"
+
+
+def delivered_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:delivered"
+
+
+# Claim, first heartbeat and running-set entry in one round trip.
+# Returns 1 when claimed, 0 when claimed before, 2 when claimed but cancelled before it ran.
+_CLAIM_SCRIPT = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
+  -- A heartbeat either way: a cancelled call is alive until its "cancelled" result is in.
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
+  if redis.call('EXISTS', KEYS[4]) == 1 then
+    return 2
+  end
+  redis.call('HSET', KEYS[3], ARGV[4], ARGV[1])
+  return 1
+end
+return 0
+"""
+
+CLAIMED, DUPLICATE, CANCELLED = 1, 0, 2
+
+# First result wins: mark the call delivered and fill its mailbox in one step.
+_DELIVER_SCRIPT = """
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
+  redis.call('RPUSH', KEYS[2], ARGV[1])
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+class CallLedger:
+    """Claims, heartbeats and lost detection for tool calls."""
+
+    def __init__(self, client: redis.Redis, *, claim_ttl: int, lost_after: float) -> None:
+        self.client = client
+        self.claim_ttl = claim_ttl
+        self.lost_after = lost_after
+        self.lost_after_ms = int(lost_after * 1000)
+        self._quiet_until = 0.0
+        self._claim = client.register_script(_CLAIM_SCRIPT)
+        self._deliver = client.register_script(_DELIVER_SCRIPT)
+
+    def claim(self, call_id: str, worker_id: str) -> int:
+        """Claim ``call_id`` for this worker: :data:`CLAIMED`, :data:`DUPLICATE` (someone
+        claimed it before) or :data:`CANCELLED` (claimed now, but cancelled while queued)."""
+        keys = [claim_key(call_id), heartbeat_key(call_id), RUNNING_KEY, cancel_key(call_id)]
+        args: list[str | int] = [worker_id, self.claim_ttl, self.lost_after_ms, call_id]
+        return int(self._claim(keys=keys, args=args))
+
+    def deliver(self, call_id: str, result: str) -> bool:
+        """Put ``result`` in the call's mailbox unless a result was delivered before.
+
+        True when this one was delivered; False when another (e.g. ``lost``) got there first.
+        """
+        keys = [delivered_key(call_id), result_key(call_id)]
+        with self._noting_outage():
+            return bool(self._deliver(keys=keys, args=[result, self.claim_ttl]))
+
+    def take_result(self, call_id: str, timeout: float) -> str | None:
+        """The call's result, waiting up to ``timeout`` seconds; None if none came.
+
+        Taking empties the mailbox: each result is read once.
+        """
+        with self._noting_outage():
+            # BLPOP's timeout 0 means "forever": never pass it through.
+            popped: Any = self.client.blpop([result_key(call_id)], timeout=max(0.001, timeout))
+        return None if popped is None else _s(popped[1])
+
+    @contextlib.contextmanager
+    def _noting_outage(self) -> Iterator[None]:
+        """Note a lost connection: heartbeats may have expired meanwhile (see :meth:`is_lost`)."""
+        try:
+            yield
+        except (redis.ConnectionError, redis.TimeoutError):
+            self._quiet_until = time.monotonic() + self.lost_after
+            raise
+
+    def collected(self, call_id: str) -> bool:
+        """True when the call's result was delivered and has been taken already."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.exists(delivered_key(call_id))
+        pipe.llen(result_key(call_id))
+        delivered, waiting = pipe.execute()
+        return bool(delivered) and not waiting
+
+    def request_cancel(self, call_id: str) -> None:
+        """Ask whichever worker runs (or will run) ``call_id`` to stop it."""
+        self.client.set(cancel_key(call_id), "1", ex=self.claim_ttl)
+
+    def cancelled(self, call_ids: list[str]) -> set[str]:
+        """The ids among ``call_ids`` whose cancellation was requested."""
+        if not call_ids:
+            return set()
+        pipe = self.client.pipeline(transaction=False)
+        for call_id in call_ids:
+            pipe.exists(cancel_key(call_id))
+        return {c for c, hit in zip(call_ids, pipe.execute(), strict=True) if hit}
+
+    def beat(
+        self, call_ids: list[str], worker_id: str, finished: Sequence[str] = ()
+    ) -> None:
+        """Refresh the heartbeats of running calls; release the ``finished`` ones."""
+        if not call_ids and not finished:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for call_id in call_ids:
+            pipe.set(heartbeat_key(call_id), worker_id, px=self.lost_after_ms)
+        for call_id in finished:
+            pipe.delete(heartbeat_key(call_id))
+            pipe.hdel(RUNNING_KEY, call_id)
+        with self._noting_outage():
+            pipe.execute()
+
+    def is_lost(self, call_id: str) -> bool:
+        """True when the call was claimed, has no result and its worker stopped beating.
+
+        Never True within ``lost_after`` of a connection error seen by this ledger:
+        heartbeats expire while the broker is unreachable (or paused), and the
+        worker needs one beat after it is back to show it is alive.
+        """
+        if time.monotonic() < self._quiet_until:
+            return False
+        pipe = self.client.pipeline(transaction=False)
+        pipe.exists(claim_key(call_id))
+        pipe.exists(heartbeat_key(call_id))
+        pipe.exists(delivered_key(call_id))
+        with self._noting_outage():
+            claimed, beating, delivered = pipe.execute()
+        return bool(claimed) and not beating and not delivered
+
+    def running_calls(self) -> dict[str, str]:
+        """``{call_id: worker_id}`` of calls believed to be running."""
+        with self._noting_outage():
+            raw: dict[Any, Any] = self.client.hgetall(RUNNING_KEY)  # type: ignore[assignment]
+        return {_s(k): _s(v) for k, v in raw.items()}
+
+    def forget(self, call_id: str) -> None:
+        """Drop a call from the running set (after it was declared lost)."""
+        self.client.hdel(RUNNING_KEY, call_id)
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def lost_result(call_id: str, worker_id: str | None) -> str:
+    """The tool result of a call whose worker died while running it."""
+    who = f" ({worker_id})" if worker_id else ""
+    return to_json(
+        {
+            "status": "lost",
+            "error": f"the worker running this call{who} died before it finished; the "
+            "command may have run partly. Check the session's state before retrying.",
+            "call_id": call_id,
+        }
+    )
+
+
+def declare_lost(ledger: CallLedger, call_id: str, worker_id: str | None) -> bool:
+    """Deliver a ``lost`` result for ``call_id`` unless it has a result. True if it did."""
+    ledger.forget(call_id)
+    if not ledger.deliver(call_id, lost_result(call_id, worker_id)):
+        return False
+    log.warning("call %s declared lost (worker %s stopped beating)", call_id, worker_id)
+    return True
+
+
+def route_key(process_id: str) -> str:
+    """Redis key naming the worker queue that holds ``process_id``."""
+    return ROUTE_PREFIX + process_id
+
+
+def read_route(client: redis.Redis, process_id: str) -> dict[str, str] | None:
+    """The route of ``process_id`` (``{"queue", "session"}``), or None."""
+    raw: Any = client.get(route_key(process_id))
+    if not raw:
+        return None
+    try:
+        route = json.loads(raw)
+    except ValueError:
+        return None
+    return route if isinstance(route, dict) and route.get("queue") else None

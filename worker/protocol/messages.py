@@ -1,0 +1,69 @@
+"""Task messages that travel through the broker, and the typed results clients get back."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ToolCallMessage(BaseModel):
+    """One tool call as queued for a worker (the only argument of ``sbx.tool_call``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(min_length=1, max_length=128)
+    session_id: str
+    session_token: str = ""
+    tool: str
+    args: Any = None
+    """The arguments: a dict, or the raw text the model sent (dispatch validates it)."""
+    backend: str | None = None
+    deadline_s: float | None = Field(default=None, gt=0)
+    """Seconds the caller will wait; the worker answers before then."""
+    forwarded: bool = False
+    """Sent by a worker on behalf of its caller (``worker.service.forwarding``): never forwarded."""
+
+
+class TerminalResult(BaseModel):
+    """A foreground ``terminal`` result (docs/tool-calls.md), or a refusal, or an error."""
+
+    model_config = ConfigDict(extra="allow")
+
+    output: str = ""
+    exit_code: int | None = None
+    error: str | None = None
+    cwd: str | None = None
+    truncated: bool = False
+    duration_ms: int = 0
+    status: str | None = None
+    """``approval_required``, ``blocked`` or ``lost`` when the command did not run normally."""
+    approval_id: str | None = None
+    pattern_key: str | None = None
+    description: str | None = None
+    process_id: str | None = None
+    pid: int | None = None
+
+
+CallStatus = Literal["lost", "pending"]
+
+
+class ApprovalMessage(BaseModel):
+    """A person's answer to an ``approval_required`` result (``sbx.approval`` task)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    session_token: str = ""
+    approval_id: str = Field(min_length=1, max_length=128)
+    action: Literal["approve", "deny"]
+    scope: Literal["once", "session", "always"] = "once"
+
+
+class ApprovalResult(BaseModel):
+    """What the worker did with an :class:`ApprovalMessage`."""
+
+    status: Literal["approved", "denied", "not_found", "forbidden", "expired", "resolved", "error"]
+    approval_id: str
+    scope: str | None = None
+    error: str | None = None

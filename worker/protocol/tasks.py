@@ -1,0 +1,31 @@
+"""Task names and queue names: what a message is addressed to."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+TOOL_CALL_TASK = "sbx.tool_call"
+"""One tool call (:class:`~worker.protocol.messages.ToolCallMessage`); answers tool-result JSON."""
+PING_TASK = "sbx.ping"
+"""No arguments; answers ``"pong"``."""
+APPROVAL_TASK = "sbx.approval"
+"""An answer to a refusal (:class:`~worker.protocol.messages.ApprovalMessage`)."""
+RECEIPT_OP_TASK = "sbx.receipt_op"
+"""A receipt or continuation operation (``process_messages.ReceiptOpMessage``)."""
+
+DEFAULT_QUEUE = "sbx"
+"""The shared queue every worker consumes (``SBX_QUEUE``)."""
+
+
+def own_queue_name(queue: str, host: str | None = None, pid: int | None = None) -> str:
+    """A worker's own queue: ``<queue>.w.<host>.<pid>`` (unique per worker process).
+
+    Actions on that worker's background processes are sent there.
+    """
+    return f"{queue}.w.{host or socket.gethostname()}.{pid or os.getpid()}"
+
+
+def own_queue_prefix(queue: str) -> str:
+    """The prefix every worker's own queue of the shared ``queue`` starts with."""
+    return f"{queue}.w."

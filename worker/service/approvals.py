@@ -1,0 +1,56 @@
+"""Answering approvals: the platform's user approves or denies a refused command.
+
+Only the session that was refused may answer (its token is verified), and the
+answer goes to the worker's :class:`~registry.approval.ApprovalGuard`, whose
+store every worker shares.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from registry.approval import (
+    ApprovalAlreadyResolvedError,
+    ApprovalExpiredError,
+    ApprovalGuard,
+    ApprovalNotFoundError,
+    ApprovalSessionError,
+)
+from worker.protocol.messages import ApprovalMessage, ApprovalResult
+from worker.service.boundary import CallerDenied, verify_caller
+from worker.service.runtime import WorkerRuntime
+
+
+def execute_approval(raw: Any, runtime: WorkerRuntime) -> str:
+    """Apply one approval answer; returns :class:`ApprovalResult` as JSON."""
+    try:
+        message = ApprovalMessage.model_validate(raw)
+    except ValidationError as exc:
+        return ApprovalResult(status="error", approval_id=str((raw or {}).get("approval_id", "")),
+                              error=f"malformed approval message: {exc.error_count()} problem(s)"
+                              ).model_dump_json()  # fmt: skip
+    result = ApprovalResult(status="error", approval_id=message.approval_id)
+    try:
+        verify_caller(runtime.signer, message.session_id, message.session_token)
+    except CallerDenied as exc:
+        result.status, result.error = "denied", str(exc)
+        return result.model_dump_json()
+    guard: ApprovalGuard = runtime.components["approval"]
+    try:
+        if message.action == "approve":
+            guard.approve(message.approval_id, message.scope, session_id=message.session_id)
+            result.status, result.scope = "approved", message.scope
+        else:
+            guard.deny(message.approval_id, session_id=message.session_id)
+            result.status = "denied"
+    except ApprovalNotFoundError:
+        result.status, result.error = "not_found", "no such approval"
+    except ApprovalSessionError:
+        result.status, result.error = "forbidden", "the approval belongs to another session"
+    except ApprovalExpiredError:
+        result.status, result.error = "expired", "the approval expired: retry the command"
+    except ApprovalAlreadyResolvedError:
+        result.status, result.error = "resolved", "the approval was already answered"
+    return result.model_dump_json()

@@ -1,0 +1,356 @@
+"""The worker's background-process service: ``terminal`` with ``background``, ``process``, receipts.
+
+One :class:`ProcessManager` per worker process wraps a
+:class:`~process_registry.table.ProcessTable` over ``SBX_HOME`` whose
+environments are the sessions' sandboxes in the worker's pool.
+
+Contracts:
+
+* Every method takes the caller's *verified* session id (``ctx.session_id``
+  for tools; the task verifies the token for :meth:`ProcessManager.receipt_op`).
+  Ownership is checked by the registry; a process id alone authorizes nothing.
+* Tool-facing methods never raise for expected failures: denial, unknown ids,
+  bad ids and unsupported actions come back as ``{"error": ..., "status":
+  "denied" | "not_found" | "invalid" | "error"}``. Denials say nothing about
+  the protected process (no command, no output).
+* Routing: each running (started or adopted) process is recorded in the
+  broker's Redis as ``sbx:process:<id>`` -> ``{"queue", "session"}``, the
+  queue being this worker's own queue (``worker.protocol.tasks.own_queue_name``), so clients
+  send later actions to the worker that holds the process. The key is deleted
+  once the receipt is written (workers sharing ``SBX_HOME`` all answer from
+  receipts), so a dead worker's queue is never the target of a finished process.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+from typing import Any
+
+import redis
+
+from environments.base import Environment
+from environments.errors import WorkdirNotFound
+from environments.pool import SandboxPool
+from environments.registry import backend_class
+from process_registry.models import (
+    ProcessRecord,
+    ProcessTableError,
+)
+from process_registry.receipts import DEFAULT_MAX_AGE
+from process_registry.sessions import InvalidSessionId, validate_session_id
+from process_registry.table import InputUnsupported, ProcessTable, PtyUnsupported
+from registry.tools.process import ProcessArgs
+from worker.protocol.ledger import route_key
+from worker.service.boundary import error_fields
+from worker.service.forwarding import ProcessForwarder
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_ANSWER_MARGIN_S = 1.0
+
+
+def _error(message: str, status: str) -> dict[str, Any]:
+    return {"error": message, "status": status}
+
+
+class ProcessManager:
+    """Background processes of one worker, over its sandbox pool (see module docstring)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        pool: SandboxPool,
+        *,
+        redis_client: redis.Redis | None = None,
+        worker_queue: str | None = None,
+        kill_grace: float = 2.0,
+    ) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.redis = redis_client
+        self.worker_queue = worker_queue
+        self.forwarder: ProcessForwarder | None = None
+        """Set by :func:`install_process_manager` in a worker with its own queue."""
+        self.table = ProcessTable(
+            settings.home,
+            self._lookup,
+            kill_grace=kill_grace,
+            redact_live=True,
+            on_finished=self._unroute,
+            receipt_max_age=settings.receipt_max_age_days * 86400.0,
+            receipt_max_count=settings.receipt_max_count,
+            output_cap=settings.process_output_cap,
+        )
+
+    # -- environments and routes -----------------------------------------------------------
+
+    def _lookup(self, rec: ProcessRecord) -> Environment | None:
+        """The sandbox an adopted record's process lives in, or None when unreachable.
+
+        Local processes are reachable from any local sandbox of the owner
+        session (created on demand: it costs no shell until used). Other
+        backends need the very sandbox that spawned them, still in the pool.
+        """
+        existing = self.pool.get_existing(rec.owner_session_id, rec.backend)
+        if backend_class(rec.backend).processes_on_worker_host:
+            if existing is not None:
+                return existing
+            with self.pool.use(rec.owner_session_id, rec.backend) as env:
+                return env
+        if existing is not None and existing.sandbox_id == rec.sandbox_id:
+            return existing
+        return None
+
+    def _route(self, process_id: str, session_id: str) -> None:
+        if self.redis is None or self.worker_queue is None:
+            return
+        value = json.dumps({"queue": self.worker_queue, "session": session_id})
+        try:
+            self.redis.set(route_key(process_id), value, ex=int(DEFAULT_MAX_AGE))
+        except redis.RedisError:
+            log.warning("could not record the route of %s", process_id, exc_info=True)
+
+    def _unroute(self, process_id: str, _owner: str) -> None:
+        """A finished process is only a receipt: any worker on this home can answer for it."""
+        if self.redis is None:
+            return
+        try:
+            self.redis.delete(route_key(process_id))
+        except redis.RedisError:
+            log.warning("could not drop the route of %s", process_id, exc_info=True)
+
+    def holds_running(self, session_id: str, backend: str) -> bool:
+        """True while a process of ``session_id`` runs in its ``backend`` sandbox.
+
+        The pool keeps such sandboxes open past their idle lifetime.
+        """
+        return any(
+            p.backend == backend and p.status == "running"
+            for p in self.table.list(session_id)
+        )
+
+    # -- terminal background: true ---------------------------------------------------------
+
+    def start_from_tool(self, args: Any, ctx: Any) -> dict[str, Any]:
+        """Start ``args.command`` in the caller's sandbox; ``{"process_id", "pid", "status"}``.
+
+        ``args`` is ``TerminalArgs`` (``command``, ``workdir``, ``pty``); ``ctx``
+        a ``ToolContext`` (verified ``session_id``, ``backend``, ``pool``).
+        The process starts in the session's cwd and environment unless
+        ``workdir`` says otherwise. Failures are ``{"error", "status": "error"}``.
+        """
+        try:
+            with ctx.pool.use(ctx.session_id, ctx.backend) as env:
+                rec = self.table.start(
+                    env,
+                    args.command,
+                    owner_session_id=ctx.session_id,
+                    workdir=args.workdir,
+                    pty=bool(getattr(args, "pty", False)),
+                )
+        except (WorkdirNotFound, PtyUnsupported, ProcessTableError, ValueError) as exc:
+            return _error(str(exc), "error")
+        self._route(rec.process_id, ctx.session_id)
+        return {"process_id": rec.process_id, "pid": rec.pid, "status": "running"}
+
+    # -- the process tool ------------------------------------------------------------------
+
+    def handle(self, args: ProcessArgs, ctx: Any) -> dict[str, Any]:
+        """Run one ``process`` tool action for the verified ``ctx.session_id``.
+
+        An action for a process another worker holds is forwarded to it, and
+        ``list`` includes the session's processes on other workers
+        (:mod:`worker.service.forwarding`).
+        """
+        session = str(ctx.session_id)
+        forwarded = self._forward(args, ctx)
+        if forwarded is not None:
+            return forwarded
+        try:
+            if args.action == "list":
+                infos = self.table.list(session)
+                return {"processes": [i.model_dump(mode="json") for i in infos]}
+            if args.process_id is None:
+                return _error(f"action {args.action!r} needs a process_id", "invalid")
+            pid = args.process_id
+            if args.action == "poll":
+                return self.table.poll(pid, session).model_dump(mode="json")
+            if args.action == "log":
+                chunk = self.table.log(pid, session, args.offset, args.limit)
+                return chunk.model_dump(mode="json")
+            if args.action == "wait":
+                budget = max(0.0, float(ctx.remaining()) - _ANSWER_MARGIN_S)
+                timeout = budget if args.timeout is None else min(float(args.timeout), budget)
+                info = self.table.wait(pid, session, timeout=timeout)
+                result = info.model_dump(mode="json")
+                if info.status == "running":
+                    result["waited_s"] = timeout
+                    result["note"] = "still running after the wait; wait again or kill it"
+                return result
+            if args.action == "kill":
+                return self.table.kill(pid, session).model_dump(mode="json")
+            return self._write(pid, args.data, ctx)
+        except (ProcessTableError, InvalidSessionId) as exc:
+            return error_fields(exc)
+
+    def _forward(self, args: ProcessArgs, ctx: Any) -> dict[str, Any] | None:
+        """The answer of the worker(s) holding what ``args`` asks about; None: answer here."""
+        fwd = self.forwarder
+        if fwd is None or getattr(ctx, "forwarded", False):
+            return None
+        session, backend = str(ctx.session_id), str(ctx.backend)
+        wait = max(1.0, float(ctx.remaining()) - _ANSWER_MARGIN_S)
+        try:
+            if args.action == "list":
+                queues = fwd.session_queues(session)
+                if not queues:
+                    return None
+                mine = self.table.list(session)
+                merged = {i.process_id: i.model_dump(mode="json") for i in mine}
+                unreachable = []
+                for queue in sorted(queues):
+                    answer = fwd.forward(queue, {"action": "list"}, session, backend, wait)
+                    if "processes" not in answer:
+                        unreachable.append(queue)
+                    for item in answer.get("processes", []):
+                        merged.setdefault(item["process_id"], item)
+                result: dict[str, Any] = {
+                    "processes": sorted(merged.values(), key=lambda i: i.get("started_at") or 0)
+                }
+                if unreachable:
+                    result["unreachable_workers"] = unreachable
+                return result
+            if args.process_id is None or self.table.tracks(args.process_id):
+                return None
+            holder = fwd.holder_queue(args.process_id)
+            if holder is None:
+                return None
+            return fwd.forward(holder, args.model_dump(exclude_none=True), session, backend, wait)
+        except Exception as exc:  # the broker or ledger went away: say so, never raise
+            log.warning("forwarding a process action failed", exc_info=True)
+            return _error(f"could not reach the worker holding it: {exc}", "error")
+
+    def _write(self, process_id: str, data: str | None, ctx: Any) -> dict[str, Any]:
+        if data is None:
+            return _error("action 'write' needs data (the text to type)", "invalid")
+        guard = ctx.components.get("approval") if isinstance(ctx.components, dict) else None
+        if guard is not None and data.strip():
+            # Input to a pty shell is a command too: the same approval rules apply.
+            refusal = guard.check(
+                data, session_id=ctx.session_id, backend=ctx.backend
+            ).to_tool_result()
+            if refusal is not None:
+                return dict(refusal)
+        try:
+            sent = self.table.write(process_id, ctx.session_id, data)
+        except InputUnsupported as exc:
+            return _error(str(exc), "error")
+        return {"process_id": process_id, "bytes_written": sent, "status": "running"}
+
+    # -- receipts and continuations (sbx.receipt_op) ----------------------------------------
+
+    def receipt_op(self, op: str, session_id: str, **kw: Any) -> dict[str, Any]:
+        """Receipt and session operations for the verified ``session_id``.
+
+        ``receipts_list`` -> ``{"receipts": [...]}``; ``receipt_show``
+        (``process_id``) -> ``{"receipt": {...}}``; ``receipts_verify`` ->
+        ``{"problems": [...], "sessions": [...]}`` over every session whose
+        receipts the caller may read; ``receipts_prune`` -> ``{"pruned": n}``;
+        ``continue`` (``child_id``) records that the child continues the
+        caller (the caller proved it holds the parent's token) ->
+        ``{"parent", "child"}``. Failures as in the module docstring.
+        """
+        store = self.table.receipts
+        try:
+            validate_session_id(session_id)
+            if op == "receipts_list":
+                return {"receipts": [r.model_dump(mode="json") for r in store.list(session_id)]}
+            if op == "receipt_show":
+                process_id = str(kw.get("process_id") or "")
+                return {"receipt": store.read(process_id, session_id).model_dump(mode="json")}
+            if op == "receipts_verify":
+                sessions = store.sessions_readable_by(session_id)
+                return {"problems": store.verify(sessions), "sessions": sessions}
+            if op == "receipts_prune":
+                return {"pruned": store.prune()}
+            if op == "continue":
+                child = validate_session_id(str(kw.get("child_id") or ""))
+                self.table.continuations.record(session_id, child)
+                return {"parent": session_id, "child": child}
+        except (ProcessTableError, InvalidSessionId) as exc:
+            return error_fields(exc)
+        return _error(f"unknown session operation {op!r}", "invalid")
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def adopt_all(self) -> dict[str, Any]:
+        """Adopt dead workers' processes (at worker start); route the adopted to this worker.
+
+        Finalized ones lose their route (see ``_unroute``): their receipt answers.
+        """
+        report = self.table.adopt_all()
+        for process_id in report.adopted:
+            owner = self.table.owner_of(process_id)
+            if owner is not None:
+                self._route(process_id, owner)
+        if report.adopted or report.finalized or report.skipped:
+            log.info(
+                "adoption: %d adopted, %d finalized, %d skipped",
+                len(report.adopted),
+                len(report.finalized),
+                len(report.skipped),
+            )
+        return {
+            "adopted": report.adopted,
+            "finalized": report.finalized,
+            "skipped": report.skipped,
+        }
+
+    def linger(self, session_id: str, timeout: float) -> builtins.list[dict[str, Any]]:
+        """Wait (bounded) for the session's processes; their final views."""
+        return [i.model_dump(mode="json") for i in self.table.linger(session_id, timeout)]
+
+    def close(self) -> None:
+        """Stop watching; the processes keep running for the next worker to adopt."""
+        if self.forwarder is not None:
+            self.forwarder.close()
+        self.table.close()
+
+
+def install_process_manager(
+    runtime: Any, settings: Settings, worker_queue: str | None = None
+) -> ProcessManager:
+    """Build the worker's :class:`ProcessManager` into ``runtime.components["processes"]``.
+
+    ``runtime`` is the worker's ``WorkerRuntime``; routes go to its ledger's
+    Redis. Idempotent: a second call returns the installed service.
+    """
+    existing = runtime.components.get("processes")
+    if isinstance(existing, ProcessManager):
+        return existing
+    service = ProcessManager(
+        settings, runtime.pool, redis_client=runtime.ledger.client, worker_queue=worker_queue
+    )
+    if worker_queue is not None:
+        service.forwarder = ProcessForwarder(runtime, worker_queue)
+    runtime.components["processes"] = service
+    runtime.pool.keep_alive = service.holds_running
+    return service
+
+
+def adopt_processes(runtime: Any) -> dict[str, Any] | None:
+    """At ``worker_ready``: adopt the checkpoints of dead workers (None: no service)."""
+    service = runtime.components.get("processes")
+    if not isinstance(service, ProcessManager):
+        return None
+    return service.adopt_all()
+
+
+def close_process_manager(runtime: Any) -> None:
+    """At ``worker_shutdown``, before the pool closes: stop watching (processes live on)."""
+    service = runtime.components.get("processes")
+    if isinstance(service, ProcessManager):
+        service.close()

@@ -1,0 +1,84 @@
+"""Turning calls whose worker died into ``lost`` results."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import threading
+import time
+
+import redis
+
+from environments.pool import SandboxPool
+from environments.registry import backend_class
+from worker.protocol.ledger import CallLedger, declare_lost
+
+log = logging.getLogger(__name__)
+
+
+def reap_lost_calls(ledger: CallLedger) -> list[str]:
+    """Declare every running call whose heartbeat expired lost; return their ids."""
+    lost = []
+    for call_id, worker_id in ledger.running_calls().items():
+        if ledger.is_lost(call_id) and declare_lost(ledger, call_id, worker_id):
+            lost.append(call_id)
+    return lost
+
+
+def _kept(pool: SandboxPool, backend: str, session_id: str) -> bool:
+    return pool.keep_alive(session_id, backend)
+
+
+class Reaper(threading.Thread):
+    """Daemon thread that, every ``interval`` seconds, reaps lost calls and idle sandboxes.
+
+    Every ``orphan_sweep_interval`` seconds it also asks each backend in use to
+    remove sandboxes that dead workers left behind (idle over ``orphan_max_idle``).
+    """
+
+    def __init__(
+        self,
+        ledger: CallLedger,
+        interval: float,
+        pool: SandboxPool | None = None,
+        *,
+        orphan_max_idle: float = 6 * 3600.0,
+        orphan_sweep_interval: float = 300.0,
+    ) -> None:
+        super().__init__(name="sbx-reaper", daemon=True)
+        self.ledger, self.interval, self.pool = ledger, interval, pool
+        self.orphan_max_idle = orphan_max_idle
+        self.orphan_sweep_interval = orphan_sweep_interval
+        self._next_orphan_sweep = 0.0
+        self._stop_event = threading.Event()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            with contextlib.suppress(redis.RedisError, OSError):
+                reap_lost_calls(self.ledger)
+            if self.pool is not None:
+                self._reap_sandboxes(self.pool)
+
+    def _reap_sandboxes(self, pool: SandboxPool) -> None:
+        try:
+            closed = pool.reap_idle()
+            if closed:
+                log.info("closed %d idle sandbox(es)", closed)
+            now = time.monotonic()
+            if now < self._next_orphan_sweep:
+                return
+            self._next_orphan_sweep = now + self.orphan_sweep_interval
+            for backend in pool.backends_in_use():
+                removed = backend_class(backend).reap_orphans(
+                    pool.config_for(backend),
+                    self.orphan_max_idle,
+                    functools.partial(_kept, pool, backend),
+                )
+                if removed:
+                    log.info("removed %d orphaned %s sandbox(es)", len(removed), backend)
+        except Exception:  # a broken backend must not stop the reaper
+            log.exception("reaping sandboxes failed")

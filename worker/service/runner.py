@@ -1,0 +1,112 @@
+"""Running a worker process: the app, its tasks, its background threads."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_ready, worker_shutdown
+
+from worker.broker.app import create_app, worker_queue
+from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
+from worker.protocol.tasks import own_queue_name
+from worker.service.mcp import start_mcp
+from worker.service.processes import (
+    adopt_processes,
+    close_process_manager,
+    install_process_manager,
+)
+from worker.service.reaper import Reaper
+from worker.service.receipt_ops import register_receipt_tasks
+from worker.service.runtime import configure_runtime, runtime
+from worker.service.tasks import register_tasks
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def _tick() -> None:
+    """A timer entry that only wakes the worker's event loop (see ``run_worker``)."""
+
+
+def worker_app(settings: Settings, broker_url: str | None = None) -> Celery:
+    """The worker's Celery app with sbx's tasks registered."""
+    app = create_app(broker_url or resolve_broker_url(settings), settings)
+    register_tasks(app)
+    register_receipt_tasks(app)
+    return app
+
+
+def run_worker(
+    settings: Settings,
+    *,
+    broker_url: str | None = None,
+    queues: list[str] | None = None,
+    concurrency: int | None = None,
+    loglevel: str = "INFO",
+) -> None:
+    """Run a worker in this process until it is told to stop (SIGTERM: warm shutdown)."""
+    url = broker_url or resolve_broker_url(settings)
+    app = worker_app(settings, url)
+    # Each worker also consumes its own queue: actions on its local processes go there.
+    own_queue = own_queue_name(settings.queue)
+    if is_amqp_url(url):
+        # Declared by this worker alone, durable and expiring (worker.app.worker_queue).
+        app.amqp.queues.add(worker_queue(own_queue))
+    install_process_manager(configure_runtime(settings, url), settings, own_queue)
+    reaper: list[Reaper] = []
+    # before consuming: persisted MCP tools are callable from the first task; never blocks
+    mcp = start_mcp(settings)
+
+    def _ready(sender: Any = None, **_: Any) -> None:
+        hub = getattr(sender, "hub", None)  # sender: the consumer
+        if hub is not None:
+            # Celery notices a warm shutdown (SIGTERM) only between two polls of its event
+            # loop, which sleeps up to 10 s while the broker is quiet (AMQP; Redis wakes it
+            # every second): a tick bounds that to 1 s. Kept across reconnects.
+            hub.call_repeatedly(1.0, _tick)
+        svc = runtime()
+        adopt_processes(svc)
+        r = Reaper(
+            svc.ledger, settings.lost_after, svc.pool, orphan_max_idle=settings.orphan_max_idle
+        )
+        r.start()
+        reaper.append(r)
+        log.info(
+            "sbx worker %s ready on %s (broker %s, ledger %s)",
+            svc.worker_id,
+            ",".join(queues or [settings.queue]),
+            display_url(svc.broker_url),
+            display_url(svc.ledger_url),
+        )
+
+    def _shutdown(**_: Any) -> None:
+        if mcp is not None:
+            mcp.close()  # stops the MCP server processes
+        for r in reaper:
+            r.stop()
+        close_process_manager(runtime())
+        runtime().close()
+
+    # Celery logs each task's return value at INFO; results are tool output, kept out of logs.
+    logging.getLogger("celery.app.trace").setLevel(logging.WARNING)
+    worker_ready.connect(_ready, weak=False)
+    worker_shutdown.connect(_shutdown, weak=False)
+    argv = [
+        "worker",
+        "--pool=threads",
+        f"--concurrency={concurrency or settings.concurrency}",
+        f"--queues={','.join([*(queues or [settings.queue]), own_queue])}",
+        f"--hostname=sbx-{socket.gethostname()}-%i@%h",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        f"--loglevel={loglevel}",
+    ]
+    try:
+        app.worker_main(argv=argv)
+    finally:
+        if mcp is not None:
+            mcp.close()  # idempotent; covers an exit that skipped worker_shutdown

@@ -1,0 +1,108 @@
+"""Celery tasks: thin wrappers that claim a call, keep it alive and run it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from celery import Celery, Task
+from celery.exceptions import Ignore
+
+from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger
+from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
+from worker.service.approvals import execute_approval
+from worker.service.calls import cancelled_before_start, execute_call
+from worker.service.runtime import WorkerRuntime, runtime
+
+log = logging.getLogger(__name__)
+
+# How long a finished call's worker keeps trying to hand its result to a broker
+# that went away, so a broker restart does not lose the answer of a call that ran.
+DELIVERY_PATIENCE_S = 300.0
+
+
+def deliver_result(
+    ledger: CallLedger, call_id: str, result: str, patience: float = DELIVERY_PATIENCE_S
+) -> bool:
+    """Deliver ``result`` to the call's mailbox, retrying while the broker is unreachable.
+
+    True when delivered (or a result was delivered before); False when the
+    broker stayed unreachable for ``patience`` seconds (logged: the result is gone).
+    """
+    deadline = time.monotonic() + patience
+    backoff, warned = 0.05, False
+    while True:
+        try:
+            ledger.deliver(call_id, result)
+            if warned:
+                log.warning("broker back: result of call %s delivered", call_id)
+            return True
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            if time.monotonic() >= deadline:
+                log.error("result of call %s not delivered: broker unreachable for %gs (%s)",
+                          call_id, patience, exc)  # fmt: skip
+                return False
+            if not warned:
+                log.warning("broker unreachable; holding the result of call %s: %s", call_id, exc)
+                warned = True
+            # Retry backoff: there is nothing to wait on while the broker is down.
+            time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+            backoff = min(backoff * 2, 2.0)
+
+
+def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str:
+    """Run ``message`` unless ``call_id`` was claimed before (then raise ``Ignore``).
+
+    The result goes to the call's mailbox (:meth:`CallLedger.deliver`), where the
+    client waits for it; it is also returned (to in-process callers and tests).
+    """
+    ledger = svc.ledger
+    claim = ledger.claim(call_id, svc.worker_id)
+    if claim == DUPLICATE:
+        # A redelivery: the first delivery runs (or ran) it and delivers the result.
+        raise Ignore()
+    if claim == CANCELLED:
+        result = cancelled_before_start(call_id)
+        deliver_result(ledger, call_id, result)
+        return result
+    cancel = threading.Event()
+    heartbeat = svc.heartbeat
+    heartbeat.add(call_id, cancel)
+    try:
+        result = execute_call(message, svc, cancel=cancel)
+        deliver_result(ledger, call_id, result)
+        return result
+    finally:
+        heartbeat.finish(call_id)
+
+
+def answer_in_mailbox(
+    task_id: str, execute: Callable[[Any, WorkerRuntime], str], message: Any
+) -> str:
+    """``execute(message, runtime())``, its answer delivered to ``task_id``'s mailbox."""
+    svc = runtime()
+    answer = execute(message, svc)
+    deliver_result(svc.ledger, task_id, answer)
+    return answer
+
+
+def register_tasks(app: Celery) -> None:
+    """Add sbx's tasks to ``app``; each answers through the ledger's mailbox."""
+
+    @app.task(name=TOOL_CALL_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
+    def tool_call(self: Task, message: dict[str, Any]) -> str:
+        return run_claimed(str(self.request.id), message, runtime())
+
+    @app.task(name=APPROVAL_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
+    def approval(self: Task, message: dict[str, Any]) -> str:
+        return answer_in_mailbox(str(self.request.id), execute_approval, message)
+
+    @app.task(name=PING_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
+    def ping(self: Task) -> str:
+        # A ping's asker waits seconds, not minutes: do not hold its answer long.
+        deliver_result(runtime().ledger, str(self.request.id), "pong", patience=5.0)
+        return "pong"
