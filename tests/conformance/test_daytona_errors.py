@@ -59,6 +59,16 @@ def test_installed_sdk_is_the_version_the_fake_and_the_pin_speak() -> None:
     assert pin.group(1) == minor, (pin.group(1), minor)
 
 
+def test_availability_and_the_doctors_view(daytona_fake: FakeDaytona) -> None:
+    good = daytona_config(daytona_fake)
+    assert DaytonaEnvironment.availability(good)[0] is True
+    wrong = daytona_config(daytona_fake, api_key="dtn_wrong_key")
+    available, reason = DaytonaEnvironment.availability(wrong)
+    assert not available and "rejected the API key" in reason and "dtn_wrong_key" not in reason
+    view = good.public_view()
+    assert view["api_key"] == "**********" and daytona_fake.token not in repr(view)
+
+
 def test_wrong_api_key_is_authentication_failed(daytona_fake: FakeDaytona, session: str) -> None:
     wrong = "dtn_wrong_" + secrets.token_hex(8)
     env = DaytonaEnvironment(session, config=daytona_config(daytona_fake, api_key=wrong))

@@ -293,12 +293,13 @@ class DaytonaEnvironment(scripts.HelperOps, ShellEnvironment):
 
     @classmethod
     def availability(cls, config: BackendConfig | None = None) -> tuple[bool, str]:
-        config = config_of(DaytonaConfig, config)
+        """Whether the API answers with these credentials (a quick list call)."""
+        probe = config_of(DaytonaConfig, config).model_copy(update={"request_timeout": 5.0})
         try:
-            sdk.client_for(config).find({"sbx": "1", "sbx.probe": "1"})
+            sdk.client_for(probe).find({"sbx": "1", "sbx.probe": "1"})
         except SandboxError as exc:
             return False, str(exc)
-        return True, f"Daytona API reachable ({config.api_url or 'DAYTONA_API_URL or default'})"
+        return True, f"Daytona API answers ({probe.api_url or 'DAYTONA_API_URL or the default'})"
 
 
 def last_activity(sandbox: sdk.Sandbox) -> float:
