@@ -20,12 +20,13 @@ line is the PTY shell's prompt and echo and is discarded.
 from __future__ import annotations
 
 import contextlib
-import queue
 import re
 import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
+
+from environments.shell.queued import QueuedChannel
 
 _SHELLS = {
     "sh": "exec sh -s",
@@ -58,32 +59,27 @@ class PtyStream(Protocol):
     def disconnect(self) -> None: ...
 
 
-class PtyChannel:
+class PtyChannel(QueuedChannel):
     """:class:`~environments.shell.driver.Channel` over a PTY websocket.
 
-    A reader thread drains the websocket into a queue at all times (the daemon
-    drops a client that falls behind); ``b""`` in the queue marks the end.
+    A reader thread drains the websocket into the channel's queue at all times
+    (the daemon drops a client that falls behind).
     """
 
     def __init__(self, handle: PtyStream, on_close: Callable[[], None] | None = None) -> None:
+        super().__init__(on_close)
         self._handle = handle
-        self._queue: queue.SimpleQueue[bytes] = queue.SimpleQueue()
-        self._pending = b""
-        self._eof = False
         self._ended = threading.Event()
-        self._closed = False
-        self.on_close = on_close
         threading.Thread(target=self._pump, name="sbx-daytona-pty", daemon=True).start()
 
     def _pump(self) -> None:
         try:
             for data in self._handle:  # type: ignore[attr-defined]
-                if data:
-                    self._queue.put(bytes(data))
+                self.feed(bytes(data))
         except Exception:  # a dropped connection ends the stream like EOF
             pass
         self._ended.set()
-        self._queue.put(b"")
+        self.feed_end()
 
     def write(self, data: bytes) -> None:
         if self._closed or self._eof or self._ended.is_set():
@@ -93,27 +89,6 @@ class PtyChannel:
         except Exception as exc:
             raise BrokenPipeError(f"the sandbox's terminal is closed: {exc}") from None
 
-    def read(self, timeout: float | None) -> bytes | None:
-        if self._pending:
-            data, self._pending = self._pending, b""
-            return data
-        if self._eof:
-            return b""
-        try:
-            chunk = self._queue.get(timeout=timeout) if timeout != 0 else self._queue.get_nowait()
-        except queue.Empty:
-            return None
-        chunks = [chunk]
-        while chunk:  # take what else is there already
-            try:
-                chunk = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            chunks.append(chunk)
-        if not chunks[-1]:
-            self._eof = True
-        return b"".join(chunks)
-
     def read_pid(self, timeout: float) -> tuple[int | None, bytes]:
         """The session shell's pid from its first line (``None`` if it did not come within
         ``timeout``), and the tail of what came before it (for an error message)."""
@@ -122,7 +97,7 @@ class PtyChannel:
         while True:
             match = _PID_LINE.search(seen)
             if match:
-                self._pending = seen[match.end() :] + self._pending
+                self.unread(seen[match.end() :])
                 return int(match.group(1)), seen[: match.start()][-300:]
             chunk = self.read(max(0.0, deadline - time.monotonic()))
             if not chunk:
@@ -134,12 +109,6 @@ class PtyChannel:
         """True once the terminal's stream ended (the shell exited, the sandbox stopped)."""
         return self._closed or self._eof or self._ended.is_set()
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self.on_close is not None:
-            with contextlib.suppress(Exception):
-                self.on_close()
+    def _release(self) -> None:
         with contextlib.suppress(Exception):
             self._handle.disconnect()

@@ -10,6 +10,7 @@ back to polling, which it then does not need).
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,8 @@ from .store import ApiError, FakeSandbox
 
 if TYPE_CHECKING:
     from .server import FakeDaytona
+
+Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
 def routes(fake: FakeDaytona) -> list[web.RouteDef]:
@@ -62,25 +65,15 @@ def routes(fake: FakeDaytona) -> list[web.RouteDef]:
     async def get(request: web.Request) -> web.Response:
         return dto(one(request))
 
-    async def delete(request: web.Request) -> web.Response:
-        sandbox = one(request)
-        await fake.blocking(fake.store.delete, sandbox)
-        return dto(sandbox)
+    def acting(operation: Callable[[FakeSandbox], None]) -> Handler:
+        """A handler that applies ``operation`` (off the event loop) and answers the DTO."""
 
-    async def start(request: web.Request) -> web.Response:
-        sandbox = one(request)
-        await fake.blocking(fake.store.start, sandbox)
-        return dto(sandbox)
+        async def handler(request: web.Request) -> web.Response:
+            sandbox = one(request)
+            await fake.blocking(operation, sandbox)
+            return dto(sandbox)
 
-    async def stop(request: web.Request) -> web.Response:
-        sandbox = one(request)
-        await fake.blocking(fake.store.stop, sandbox)
-        return dto(sandbox)
-
-    async def archive(request: web.Request) -> web.Response:
-        sandbox = one(request)
-        fake.store.archive(sandbox)
-        return dto(sandbox)
+        return handler
 
     async def last_activity(request: web.Request) -> web.Response:
         fake.store.refresh_activity(one(request))
@@ -94,10 +87,10 @@ def routes(fake: FakeDaytona) -> list[web.RouteDef]:
         web.post("/api/sandbox", create),
         web.get("/api/sandbox", list_sandboxes),
         web.get("/api/sandbox/{sandbox}", get),
-        web.delete("/api/sandbox/{sandbox}", delete),
-        web.post("/api/sandbox/{sandbox}/start", start),
-        web.post("/api/sandbox/{sandbox}/stop", stop),
-        web.post("/api/sandbox/{sandbox}/archive", archive),
+        web.delete("/api/sandbox/{sandbox}", acting(fake.store.delete)),
+        web.post("/api/sandbox/{sandbox}/start", acting(fake.store.start)),
+        web.post("/api/sandbox/{sandbox}/stop", acting(fake.store.stop)),
+        web.post("/api/sandbox/{sandbox}/archive", acting(fake.store.archive)),
         web.post("/api/sandbox/{sandbox}/last-activity", last_activity),
         web.get("/api/sandbox/{sandbox}/toolbox-proxy-url", toolbox_proxy_url),
     ]
