@@ -135,6 +135,19 @@ def test_restarted_worker_reattaches_to_the_same_sandbox(
     assert len(daytona_fake.creates) == creates
 
 
+def test_reattaches_by_labels_when_the_name_does_not_match(
+    daytona_fake: FakeDaytona, envs: Any, session: str
+) -> None:
+    first = envs(session)
+    first.exec("echo kept > ~/file")
+    first.shell.close()
+    daytona_fake.sandbox(first.sandbox_id).name = f"renamed-{session}"
+    creates = len(daytona_fake.creates)
+    second = envs(session)
+    assert second.exec("cat ~/file").output == "kept\n"
+    assert second.sandbox_id == first.sandbox_id and len(daytona_fake.creates) == creates
+
+
 def test_sandbox_stopped_behind_sbxs_back_is_started_and_the_call_says_so(
     daytona_fake: FakeDaytona, envs: Any, session: str
 ) -> None:
