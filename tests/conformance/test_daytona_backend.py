@@ -207,6 +207,9 @@ def test_touch_keeps_an_idle_sandbox_from_auto_stopping(
     assert changes.get(idle.sandbox_id) == "stopped"
     assert kept.sandbox_id not in changes
     assert daytona_fake.sandbox(kept.sandbox_id).state == "started"
+    # A restarted worker keeps the session's sandbox alive before its first call.
+    envs(session).touch()
+    assert daytona_fake.sandbox(kept.sandbox_id).activity_refreshes == refreshes + 2
 
 
 def _no_streams(sandbox: FakeSandbox) -> bool:

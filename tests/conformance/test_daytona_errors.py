@@ -89,6 +89,26 @@ def test_missing_api_key_is_credentials_missing(
     assert "DAYTONA_API_KEY" in _one_clear_line(caught.value)
 
 
+def test_the_sdks_own_variables_are_honoured(
+    daytona_fake: FakeDaytona, session: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DAYTONA_API_KEY", daytona_fake.token)
+    monkeypatch.setenv("DAYTONA_API_URL", daytona_fake.api_url)
+    monkeypatch.setenv("DAYTONA_TARGET", "us")
+    monkeypatch.chdir(tmp_path)
+    config = daytona_config(daytona_fake, api_key=None, api_url=None, target=None)
+    env = DaytonaEnvironment(session, config=config)
+    try:
+        assert env.exec("echo via-env").output == "via-env\n"
+        daytona_fake.inject_create_error(500, f"echoed {daytona_fake.token}")
+        other = DaytonaEnvironment(session + "-b", config=config)
+        with pytest.raises(SandboxError) as caught:
+            other.exec("true")
+        _one_clear_line(caught.value, daytona_fake.token)
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize(
     ("status", "message"),
     [

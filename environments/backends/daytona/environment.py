@@ -24,7 +24,6 @@ import contextlib
 import secrets
 import time
 from collections.abc import Callable
-from datetime import datetime
 
 from environments.backends.daytona import sdk
 from environments.backends.daytona.channel import PtyChannel, launch_line
@@ -263,10 +262,12 @@ class DaytonaEnvironment(scripts.HelperOps, ShellEnvironment):
         return result.exec_result(started, note=note, restarted=restarted)
 
     def touch(self) -> None:
-        """Refresh the sandbox's activity clock so Daytona does not auto-stop it."""
-        if self._sandbox is not None:
+        """Refresh the sandbox's activity clock so Daytona does not auto-stop it (also
+        before this object first used it: a restarted worker's leased session)."""
+        sandbox = self._sandbox or self._client.get(self.name)
+        if sandbox is not None:
             self._last_activity = time.monotonic()
-            self._client.refresh_activity(self._sandbox)
+            self._client.refresh_activity(sandbox)
 
     def close(self) -> None:
         """End the session shell; delete, stop or keep the sandbox as ``on_close`` says."""
@@ -302,15 +303,6 @@ class DaytonaEnvironment(scripts.HelperOps, ShellEnvironment):
         return True, f"Daytona API answers ({probe.api_url or 'DAYTONA_API_URL or the default'})"
 
 
-def last_activity(sandbox: sdk.Sandbox) -> float:
-    """Seconds since the epoch of the sandbox's last activity (or update, or creation)."""
-    for value in (sandbox.last_activity_at, sandbox.updated_at, sandbox.created_at):
-        if value:
-            with contextlib.suppress(ValueError):
-                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    return 0.0
-
-
 def reap_orphans(
     config: DaytonaConfig,
     max_idle: float,
@@ -328,7 +320,7 @@ def reap_orphans(
     removed: list[str] = []
     for sandbox in client.find({"sbx": "1", **(labels or {})}):
         session = sandbox.labels.get("sbx.session", "")
-        if (session and keep(session)) or now - last_activity(sandbox) <= max_idle:
+        if (session and keep(session)) or now - sdk.last_activity(sandbox) <= max_idle:
             continue
         with contextlib.suppress(SandboxError):
             client.delete(sandbox)

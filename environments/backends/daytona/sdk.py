@@ -13,7 +13,9 @@ import os
 import re
 import socket
 import threading
+import warnings
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 import daytona
@@ -35,13 +37,10 @@ from environments.errors import (
 
 T = TypeVar("T")
 Sandbox = daytona.Sandbox
-SDK_VERSION_RANGE = (0, 226)
-"""The minor version of the SDK this adapter (and the test fake) were written against."""
 _SDK_PREFIX = re.compile(r"^(Failed|Failure) [^:]{0,60}: ")
 _QUOTA = re.compile(r"limit exceeded|quota", re.IGNORECASE)
 _PTY_SIZE = PtySize(rows=50, cols=999)
 # Sandbox states, by what sbx does on finding one.
-STARTED = "started"
 STARTABLE = frozenset({"stopped", "archived", "paused"})
 COMING_UP = frozenset(
     {"creating", "starting", "restoring", "pulling_snapshot", "pending_build",
@@ -120,13 +119,18 @@ class Client:
         url = re.sub(r"//[^/@]*@", "//", config.api_url or "")
         self._service = f"Daytona ({url})" if url else "Daytona"
         try:
-            self._daytona = daytona.Daytona(
-                daytona.DaytonaConfig(
-                    api_key=self._secret, api_url=config.api_url, target=config.target
+            with warnings.catch_warnings():
+                # Without an api_url the SDK reads its own deprecated server_url field.
+                warnings.filterwarnings("ignore", "`server_url` is deprecated", DeprecationWarning)
+                self._daytona = daytona.Daytona(
+                    daytona.DaytonaConfig(
+                        api_key=self._secret, api_url=config.api_url, target=config.target
+                    )
                 )
-            )
         except Exception as exc:
             raise translate(exc, "connect", self._secret) from None
+        # The key the SDK found itself (DAYTONA_API_KEY) is scrubbed from messages too.
+        self._secret = self._secret or getattr(self._daytona, "_api_key", None)
 
     def _call(self, action: str, fn: Callable[[], T]) -> T:
         try:
@@ -310,6 +314,15 @@ def client_for(config: DaytonaConfig) -> Client:
         if client is None:
             client = _clients[key] = Client(config)
         return client
+
+
+def last_activity(sandbox: Sandbox) -> float:
+    """Seconds since the epoch of the sandbox's last activity (or update, or creation)."""
+    for value in (sandbox.last_activity_at, sandbox.updated_at, sandbox.created_at):
+        if value:
+            with contextlib.suppress(ValueError):
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return 0.0
 
 
 def worker_label() -> str:
