@@ -1,11 +1,10 @@
-"""The reading half of a :class:`~environments.shell.driver.Channel` fed from another thread.
+"""Pieces the :class:`~environments.shell.driver.Channel` implementations share.
 
-Backends whose byte stream is read by someone else -- an asyncio task (ssh),
-an SDK's websocket iterator (daytona) -- hand each chunk to
-:meth:`QueuedChannel.feed` and the end to :meth:`QueuedChannel.feed_end`;
-the session shell reads them with :meth:`QueuedChannel.read`, which takes
-everything already queued at once. Closing runs ``on_close`` once, then the
-subclass's :meth:`QueuedChannel._release`.
+:class:`QueuedOutput` is the reading half of a channel (a base class) whose
+output a producer (a pump task on asyncssh's or an SDK's event loop, an SDK's log
+stream) hands to the session shell's thread through a thread-safe queue;
+:class:`QueuedReads` gives a channel holding one its ``read``/``read_line``.
+:class:`ClosesOnce` runs a channel's ``on_close`` exactly once.
 """
 
 from __future__ import annotations
@@ -17,42 +16,32 @@ from collections.abc import Callable
 from environments.shell.framing import read_line
 
 
-class QueuedChannel:
-    """Queue-backed reads, ``read_line`` and a close that runs once; subclasses write."""
+class QueuedOutput:
+    """Output chunks put by one thread, read by another; ``b""`` marks the end."""
 
-    def __init__(self, on_close: Callable[[], None] | None = None) -> None:
+    def __init__(self) -> None:
         self._queue: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         self._pending = b""
-        self._eof = False
-        self._closed = False
-        self.on_close = on_close
+        self.eof = False
+        """True once a read met the end of the output."""
 
-    def feed(self, data: bytes) -> None:
-        """Queue a chunk of output (any thread); an empty chunk is ignored."""
-        if data:
-            self._queue.put(data)
-
-    def feed_end(self) -> None:
-        """Mark the end of the stream (any thread)."""
-        self._queue.put(b"")
-
-    def unread(self, data: bytes) -> None:
-        """Put ``data`` back in front of what the next read returns."""
-        self._pending = data + self._pending
+    def put(self, chunk: bytes) -> None:
+        """Hand on ``chunk`` (from any thread); ``b""`` ends the output."""
+        self._queue.put(chunk)
 
     def read(self, timeout: float | None) -> bytes | None:
-        """Next output (all that is queued); ``None`` after ``timeout``; ``b""`` at the end."""
+        """What arrived (all of it, coalesced); ``None`` after ``timeout`` s; ``b""`` at the end."""
         if self._pending:
             data, self._pending = self._pending, b""
             return data
-        if self._eof:
+        if self.eof:
             return b""
         try:
             first = self._queue.get(timeout=timeout) if timeout != 0 else self._queue.get_nowait()
         except queue.Empty:
             return None
         if not first:
-            self._eof = True
+            self.eof = True
             return b""
         chunks = [first]
         while True:  # coalesce what is already there
@@ -61,26 +50,43 @@ class QueuedChannel:
             except queue.Empty:
                 break
             if not more:
-                self._eof = True
+                self.eof = True
                 break
             chunks.append(more)
         return b"".join(chunks)
 
     def read_line(self, timeout: float) -> bytes:
         """The first line of output (without its newline); later reads return what follows it."""
-        line, rest = read_line(self.read, timeout)
-        self.unread(rest)
+        line, self._pending = read_line(self.read, timeout)
         return line
 
-    def close(self) -> None:
-        """Run ``on_close`` (once), then release the stream. Idempotent."""
+
+class QueuedReads:
+    """``read``/``read_line`` of a channel whose output a producer puts into ``_output``."""
+
+    _output: QueuedOutput
+
+    def read(self, timeout: float | None) -> bytes | None:
+        return self._output.read(timeout)
+
+    def read_line(self, timeout: float) -> bytes:
+        """The first line of output (without its newline); later reads return what follows it."""
+        return self._output.read_line(timeout)
+
+
+class ClosesOnce:
+    """``on_close`` bookkeeping of a channel: :meth:`_close_once` runs it the first time only."""
+
+    on_close: Callable[[], None] | None = None
+    _closed: bool = False
+
+    def _close_once(self) -> bool:
+        """Mark the channel closed and run ``on_close`` (its errors suppressed); False when
+        it was closed already."""
         if self._closed:
-            return
+            return False
         self._closed = True
         if self.on_close is not None:
             with contextlib.suppress(Exception):
                 self.on_close()
-        self._release()
-
-    def _release(self) -> None:
-        """Free the underlying stream; called once by :meth:`close`."""
+        return True

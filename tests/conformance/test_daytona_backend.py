@@ -23,9 +23,9 @@ from tests.helpers import wait_until
 
 pytest.importorskip("daytona")
 
-from environments.backends.daytona.config import DaytonaConfig, sandbox_name
+from environments.backends.daytona.config import DaytonaConfig
 from environments.backends.daytona.environment import DaytonaEnvironment, reap_orphans
-from environments.backends.daytona.sdk import worker_label
+from environments.backends.naming import sandbox_name, worker_label
 from tests.fakes.daytona import FakeDaytona
 from tests.fakes.daytona.store import FakeSandbox
 
@@ -62,7 +62,7 @@ def test_sandbox_is_created_with_safe_defaults_and_labels(
     assert env.exec('echo "$GREETING"').output == "hi\n"
     body = daytona_fake.creates[-1]
     config: DaytonaConfig = env.config
-    assert body["name"] == sandbox_name(session, config) == env.name
+    assert body["name"] == sandbox_name(session, config.fingerprint()) == env.name
     assert body["labels"]["sbx"] == "1" and body["labels"]["sbx.session"] == session
     assert body["labels"]["sbx.worker"] == worker_label()
     assert body["labels"]["sbx.config"] == config.fingerprint()

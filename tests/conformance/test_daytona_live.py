@@ -36,7 +36,7 @@ def live_config() -> Iterator[Any]:
     pytest.importorskip("daytona")
     from environments.backends.daytona.config import DaytonaConfig
     from environments.backends.daytona.environment import reap_orphans
-    from environments.backends.daytona.sdk import worker_label
+    from environments.backends.naming import worker_label
 
     config = DaytonaConfig(
         api_key=os.environ.get("SBX_DAYTONA_API_KEY") or None,

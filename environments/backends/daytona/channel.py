@@ -26,27 +26,25 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from environments.shell.queued import QueuedChannel
+from environments.shell.framing import shell_quote
+from environments.shell.queued import ClosesOnce, QueuedOutput
+from environments.shell.script import start_script
 
-_SHELLS = {
-    "sh": "exec sh -s",
-    "bash": "exec bash --noprofile --norc -s",
-    "auto": "command -v bash >/dev/null 2>&1 && exec bash --noprofile --norc -s; exec sh -s",
-}
-# The pid line, as the session shell prints it; the typed line reads `"sbx-shell-""pid $$"`
-# and never matches.
-_PID_LINE = re.compile(rb"sbx-shell-pid (\d+)\r?\n")
-_MAX_PREAMBLE = 1 << 20
+# The session shell's first line (environments.shell.script.start_script prints it). The
+# echo of the typed line shows `$$`, never digits, so it cannot match.
+_PID_LINE = re.compile(rb"sbx-shell-pid (\d+)\r?$")
 
 
 def launch_line(shell: str) -> bytes:
     """The line typed into the PTY shell (see the module docstring)."""
-    inner = 'echo "sbx-shell-""pid $$"; ' + _SHELLS[shell]
-    quoted = "'" + inner.replace("'", "'\\''") + "'"
+    quoted = shell_quote(start_script(shell))
     return (
         " stty raw -echo 2>/dev/null; set +m; S=; command -v setsid >/dev/null 2>&1 && S=setsid;"
         f" $S sh -c {quoted} 2>&1 | cat; exit\n"
     ).encode()
+
+
+_MAX_PREAMBLE = 1 << 16
 
 
 class PtyStream(Protocol):
@@ -59,15 +57,17 @@ class PtyStream(Protocol):
     def disconnect(self) -> None: ...
 
 
-class PtyChannel(QueuedChannel):
+class PtyChannel(QueuedOutput, ClosesOnce):
     """:class:`~environments.shell.driver.Channel` over a PTY websocket.
 
     A reader thread drains the websocket into the channel's queue at all times
-    (the daemon drops a client that falls behind).
+    (the daemon drops a client that falls behind); ``on_close`` runs once in
+    :meth:`close`.
     """
 
     def __init__(self, handle: PtyStream, on_close: Callable[[], None] | None = None) -> None:
-        super().__init__(on_close)
+        super().__init__()
+        self.on_close = on_close
         self._handle = handle
         self._ended = threading.Event()
         threading.Thread(target=self._pump, name="sbx-daytona-pty", daemon=True).start()
@@ -75,14 +75,15 @@ class PtyChannel(QueuedChannel):
     def _pump(self) -> None:
         try:
             for data in self._handle:  # type: ignore[attr-defined]
-                self.feed(bytes(data))
+                if data:
+                    self.put(bytes(data))
         except Exception:  # a dropped connection ends the stream like EOF
             pass
         self._ended.set()
-        self.feed_end()
+        self.put(b"")
 
     def write(self, data: bytes) -> None:
-        if self._closed or self._eof or self._ended.is_set():
+        if self._closed or self.eof or self._ended.is_set():
             raise BrokenPipeError("the sandbox's terminal is closed")
         try:
             self._handle.send_input(data)
@@ -93,22 +94,22 @@ class PtyChannel(QueuedChannel):
         """The session shell's pid from its first line (``None`` if it did not come within
         ``timeout``), and the tail of what came before it (for an error message)."""
         deadline = time.monotonic() + timeout
-        seen = b""
-        while True:
-            match = _PID_LINE.search(seen)
+        before = b""
+        while (left := deadline - time.monotonic()) > 0 and not self.eof:
+            line = self.read_line(left)
+            match = _PID_LINE.search(line)
             if match:
-                self.unread(seen[match.end() :])
-                return int(match.group(1)), seen[: match.start()][-300:]
-            chunk = self.read(max(0.0, deadline - time.monotonic()))
-            if not chunk:
-                return None, seen[-300:]
-            seen = (seen + chunk)[-_MAX_PREAMBLE:]
+                return int(match.group(1)), before[-300:]
+            before = (before + line + b"\n")[-_MAX_PREAMBLE:]
+        return None, before[-300:]
 
     @property
     def peer_gone(self) -> bool:
         """True once the terminal's stream ended (the shell exited, the sandbox stopped)."""
-        return self._closed or self._eof or self._ended.is_set()
+        return self._closed or self.eof or self._ended.is_set()
 
-    def _release(self) -> None:
-        with contextlib.suppress(Exception):
-            self._handle.disconnect()
+    def close(self) -> None:
+        """Run ``on_close``, then drop the websocket. Idempotent."""
+        if self._close_once():
+            with contextlib.suppress(Exception):
+                self._handle.disconnect()

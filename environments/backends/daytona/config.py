@@ -10,7 +10,6 @@ error message or a receipt.
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
@@ -99,9 +98,3 @@ class DaytonaConfig(BackendConfig):
         )  # fmt: skip
         return hashlib.sha256(repr(sorted(shaping.items())).encode()).hexdigest()[:12]
 
-
-def sandbox_name(session_id: str, config: DaytonaConfig) -> str:
-    """Deterministic sandbox name: a restarted worker (or a racing one) finds the same."""
-    slug = re.sub(r"[^a-z0-9-]", "-", session_id.lower())[:40].strip("-") or "s"
-    digest = hashlib.sha256(f"{session_id}\0{config.fingerprint()}".encode()).hexdigest()[:12]
-    return f"sbx-{slug}-{digest}"

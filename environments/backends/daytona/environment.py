@@ -27,19 +27,16 @@ from collections.abc import Callable
 
 from environments.backends.daytona import sdk
 from environments.backends.daytona.channel import PtyChannel, launch_line
-from environments.backends.daytona.config import DaytonaConfig, sandbox_name
+from environments.backends.daytona.config import DaytonaConfig
+from environments.backends.naming import sandbox_name, worker_label
 from environments.base import OUTPUT_ALIGN, ExecResult
 from environments.config import BackendConfig, config_of
 from environments.errors import SandboxDead, SandboxError, SandboxNotFound
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell, ShellResult
-from environments.shell.environment import ShellEnvironment
+from environments.shell.environment import SandboxShellEnvironment
 from environments.shell.framing import shell_quote
 
-_VANISHED_NOTE = (
-    "[sbx: the session's Daytona sandbox was gone; a new one was created. "
-    "Files and processes from before are lost.]\n"
-)
 _RESTARTED_NOTE = (
     "[sbx: the session's Daytona sandbox was {state}; it was started again. "
     "Files are kept; processes from before are gone.]\n"
@@ -62,11 +59,15 @@ exit "$rc"
 """
 
 
-class DaytonaEnvironment(scripts.HelperOps, ShellEnvironment):
+class DaytonaEnvironment(scripts.HelperOps, SandboxShellEnvironment):
     """One Daytona sandbox per session; see the module docstring."""
 
     backend = "daytona"
     config_model = DaytonaConfig
+    vanished_note = (
+        "[sbx: the session's Daytona sandbox was gone; a new one was created. "
+        "Files and processes from before are lost.]\n"
+    )
 
     def __init__(
         self,
@@ -77,10 +78,11 @@ class DaytonaEnvironment(scripts.HelperOps, ShellEnvironment):
         super().__init__(session_id)
         self.config = config_of(DaytonaConfig, config)
         self._client = client or sdk.client_for(self.config)
-        self.name = sandbox_name(session_id, self.config)
+        self.name = sandbox_name(session_id, self.config.fingerprint())
         self.where = f"Daytona sandbox {self.name}"
         self._sandbox: sdk.Sandbox | None = None
-        self._note = ""
+        self._vanished = False
+        self._restarted_note = ""
         self._channel: PtyChannel | None = None
         self._closing = False
         self._killed: dict[int, set[int]] = {}
@@ -113,15 +115,14 @@ class DaytonaEnvironment(scripts.HelperOps, ShellEnvironment):
                 found, replaced = None, True
             elif state in sdk.STARTABLE:
                 self._client.start(found)
-                self._note = _RESTARTED_NOTE.format(state=state)
+                self._restarted_note = _RESTARTED_NOTE.format(state=state)
             elif state in sdk.COMING_UP:
                 self._client.wait_started(found)
         if found is None:
             found = self._create()
-            if replaced or self._sandbox is not None:
-                self._note = _VANISHED_NOTE
+            self._vanished = replaced or self._sandbox is not None
         elif self._sandbox is not None and found.id != self._sandbox.id:
-            self._note = _VANISHED_NOTE
+            self._vanished = True
         self._sandbox = found
         return found
 
@@ -138,7 +139,7 @@ class DaytonaEnvironment(scripts.HelperOps, ShellEnvironment):
             **self.config.labels,
             "sbx": "1",
             "sbx.session": self.session_id,
-            "sbx.worker": sdk.worker_label(),
+            "sbx.worker": worker_label(),
             "sbx.config": self.config.fingerprint(),
         }
         try:
@@ -244,22 +245,24 @@ class DaytonaEnvironment(scripts.HelperOps, ShellEnvironment):
 
     # -- the contract ----------------------------------------------------------------
 
-    def _before_exec(self) -> None:
-        self._closing = False
-        if self._channel is not None and self._channel.peer_gone:
-            self.shell.close()  # the terminal (or the sandbox) went away since the last call
+    def _shell_stream_gone(self) -> bool:
+        return self._channel is not None and self._channel.peer_gone
 
-    def _after_exec(self, result: ShellResult, started: float) -> ExecResult:
-        if not self.shell.alive and not result.timed_out:
-            with contextlib.suppress(SandboxError):
-                self._ensure(verify=True)  # notices (and repairs) a stopped or vanished sandbox
-        note, restarted = self._note, result.shell_restarted
-        if note:
-            self._note, restarted = "", True
+    def _check_sandbox(self) -> None:
+        self._ensure(verify=True)
+
+    def _heartbeat(self) -> None:
         if time.monotonic() - self._last_activity >= self.config.activity_interval:
             with contextlib.suppress(SandboxError):
                 self.touch()
-        return result.exec_result(started, note=note, restarted=restarted)
+
+    def _after_exec(self, result: ShellResult, started: float) -> ExecResult:
+        done = super()._after_exec(result, started)
+        if not self._restarted_note:
+            return done
+        # A sandbox found stopped (auto-stop) and started again: files kept, processes gone.
+        note, self._restarted_note = self._restarted_note, ""
+        return done.model_copy(update={"output": note + done.output, "shell_restarted": True})
 
     def touch(self) -> None:
         """Refresh the sandbox's activity clock so Daytona does not auto-stop it (also

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import os
 import re
-import socket
 import threading
 import warnings
 from collections.abc import Callable
@@ -324,13 +322,3 @@ def last_activity(sandbox: Sandbox) -> float:
                 return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     return 0.0
 
-
-def worker_label() -> str:
-    """Who created a sandbox: ``host:pid`` of this worker."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def installed_version() -> str:
-    from importlib.metadata import version
-
-    return version("daytona")

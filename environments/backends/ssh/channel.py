@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import asyncssh
 
-from environments.shell.queued import QueuedChannel
+from environments.shell.queued import ClosesOnce, QueuedOutput
 
 T = TypeVar("T")
 _READ_SIZE = 1 << 16
@@ -137,17 +137,17 @@ class ConnectionPool:
 POOL = ConnectionPool()
 
 
-class SSHProcessChannel(QueuedChannel):
+class SSHProcessChannel(QueuedOutput, ClosesOnce):
     """:class:`~environments.shell.driver.Channel` over an asyncssh process (stdin and stdout).
 
-    A reader task on the loop moves stdout chunks into the channel's queue; ``b""``
-    marks EOF. Writes are handed to the loop without waiting: a failed write shows
-    up as EOF.
+    A reader task on the loop moves stdout chunks into a queue; ``b""`` marks EOF.
+    Writes are handed to the loop without waiting: a failed write shows up as EOF.
     """
 
     def __init__(self, process: asyncssh.SSHClientProcess[bytes], on_close: Any = None) -> None:
-        super().__init__(on_close)
         self._process = process
+        super().__init__()
+        self.on_close = on_close
         self._loop = LOOP.loop
         self._loop.call_soon_threadsafe(self._start_pump)
 
@@ -160,29 +160,31 @@ class SSHProcessChannel(QueuedChannel):
                 data = await self._process.stdout.read(_READ_SIZE)
                 if not data:
                     break
-                self.feed(data)
+                self.put(data)
         except Exception:  # a dropped connection ends the stream like EOF
             pass
-        self.feed_end()
+        self.put(b"")
 
     def _write_now(self, data: bytes) -> None:
         try:
             self._process.stdin.write(data)
         except Exception:
-            self.feed_end()
+            self.put(b"")
 
     def write(self, data: bytes) -> None:
-        if self._closed or self._eof or self._process.channel.is_closing():
+        if self._closed or self.eof or self._process.channel.is_closing():
             raise BrokenPipeError("ssh channel is closed")
         self._loop.call_soon_threadsafe(self._write_now, data)
 
     @property
     def peer_gone(self) -> bool:
         """True when the remote shell's stream ended (or the connection dropped)."""
-        if self._eof or self._closed:
+        if self.eof or self._closed:
             return True
         return bool(self._process.channel.is_closing())
 
-    def _release(self) -> None:
+    def close(self) -> None:
+        if not self._close_once():
+            return
         with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(self._process.close)
