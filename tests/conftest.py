@@ -13,6 +13,7 @@ pytest_plugins = [
         "tests.fixtures_fleet",
         "tests.fixtures_modal",
         "tests.fixtures_vercel",
+        "tests.fixtures_daytona",
     )
     if importlib.util.find_spec(name) is not None
 ]
