@@ -47,7 +47,7 @@ return redis.call('GET', ARGV[1] .. holder)
 """
 
 # {1, ''}: the lease was ours; {2, previous holder or ''}: taken now;
-# {0, holder's queue}: another present worker holds it.
+# {0, holder's queue, holder}: another present worker holds it.
 _ACQUIRE = """
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
@@ -56,7 +56,7 @@ if holder == ARGV[1] then
 end
 if holder then
   local queue = redis.call('GET', ARGV[2] .. holder)
-  if queue then return {0, queue} end
+  if queue then return {0, queue, holder} end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
 return {2, holder or ''}
@@ -97,6 +97,8 @@ class Acquired(BaseModel):
     """The holder whose lease expired (it died or stopped) when this worker took it."""
     holder_queue: str | None = None
     """When not ``mine``: the own queue of the present worker holding the lease."""
+    holder: str | None = None
+    """When not ``mine``: that worker's id."""
 
 
 def _s(value: Any) -> str:
@@ -161,11 +163,11 @@ class LeaseBook:
     def acquire(self, session_id: str, worker_id: str) -> Acquired:
         """Take (or keep) the lease of ``session_id`` for ``worker_id`` unless a present
         worker holds it; atomic, so racing workers end with one holder."""
-        code, value = self._acquire(
+        code, value, *rest = self._acquire(
             keys=[lease_key(session_id)], args=[worker_id, WORKER_PREFIX, self.retention]
         )
         if int(code) == 0:
-            return Acquired(mine=False, holder_queue=_s(value))
+            return Acquired(mine=False, holder_queue=_s(value), holder=_s(rest[0]))
         previous = _s(value) if int(code) == 2 and value else None
         return Acquired(mine=True, taken_over_from=previous)
 

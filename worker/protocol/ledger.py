@@ -58,20 +58,33 @@ def answer_key(call_id: str) -> str:
 
 # Claim, first heartbeat and running-set entry in one round trip.
 # Returns 1 when claimed, 0 when claimed before, 2 when claimed but cancelled before it ran.
+# A claim handed to this worker (value "handoff:<worker>") is taken over like a new one.
 _CLAIM_SCRIPT = """
 if redis.call('EXISTS', KEYS[5]) == 1 then
   return 0
 end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
-  -- A heartbeat either way: a cancelled call is alive until its "cancelled" result is in.
-  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
-  if redis.call('EXISTS', KEYS[4]) == 1 then
-    return 2
-  end
-  redis.call('HSET', KEYS[3], ARGV[4], ARGV[1])
-  return 1
+local fresh = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2])
+if not fresh then
+  if redis.call('GET', KEYS[1]) ~= 'handoff:' .. ARGV[1] then return 0 end
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 end
-return 0
+-- A heartbeat either way: a cancelled call is alive until its "cancelled" result is in.
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  return 2
+end
+redis.call('HSET', KEYS[3], ARGV[4], ARGV[1])
+return 1
+"""
+
+# Hand a claimed call to another worker: it claims it when it takes the message, and
+# must do so within lost_after (the heartbeat set here), else the call is lost.
+_HANDOFF_SCRIPT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], 'handoff:' .. ARGV[2], 'EX', ARGV[3])
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[4])
+redis.call('HSET', KEYS[3], ARGV[5], ARGV[2])
+return 1
 """
 
 CLAIMED, DUPLICATE, CANCELLED = 1, 0, 2
@@ -102,6 +115,7 @@ class CallLedger:
         self.lost_after_ms = int(lost_after * 1000)
         self._quiet_until = 0.0
         self._claim = client.register_script(_CLAIM_SCRIPT)
+        self._handoff = client.register_script(_HANDOFF_SCRIPT)
         self._deliver = client.register_script(_DELIVER_SCRIPT)
 
     def claim(self, call_id: str, worker_id: str) -> int:
@@ -133,6 +147,14 @@ class CallLedger:
         with self._noting_outage():
             value = self.client.get(answer_key(call_id))
         return None if value is None else _s(value)
+
+    def hand_off(self, call_id: str, worker_id: str, to_worker: str) -> bool:
+        """Pass this worker's claim of ``call_id`` to ``to_worker``; False if not ours."""
+        keys = [claim_key(call_id), heartbeat_key(call_id), RUNNING_KEY]
+        args: list[str | int] = [
+            worker_id, to_worker, self.claim_ttl, self.lost_after_ms, call_id
+        ]
+        return bool(self._handoff(keys=keys, args=args))
 
     def claimed(self, call_id: str) -> bool:
         """True once a worker claimed the call (it runs, or ran)."""
@@ -227,13 +249,14 @@ def _s(value: Any) -> str:
 
 
 def lost_result(call_id: str, worker_id: str | None) -> str:
-    """The tool result of a call whose worker died while running it."""
+    """The tool result of a call whose worker died after taking it, before answering."""
     who = f" ({worker_id})" if worker_id else ""
     return to_json(
         {
             "status": "lost",
-            "error": f"the worker running this call{who} died before it finished; the "
-            "command may have run partly. Check the session's state before retrying.",
+            "error": f"the worker that took this call{who} died before it answered; the "
+            "command may still be running, or may have run partly or wholly. Check the "
+            "session's state before retrying.",
             "call_id": call_id,
         }
     )

@@ -65,25 +65,12 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
     """Run ``message`` unless ``call_id`` was claimed before (then raise ``Ignore``).
 
     A call of a session that another present worker serves is handed to that
-    worker's own queue unclaimed (its answer comes from there; None here). The
-    result goes to the call's mailbox (:meth:`CallLedger.deliver`), where the
+    worker's own queue with its claim (its answer comes from there; None here).
+    The result goes to the call's mailbox (:meth:`CallLedger.deliver`), where the
     client waits for it; it is also returned (to in-process callers and tests).
     """
     ledger = svc.ledger
     prepared = prepare_call(message, svc)
-    moved_from: str | None = None
-    if not isinstance(prepared, str) and svc.leases is not None and uses_session(prepared):
-        admitted = svc.leases.admit(prepared.session_id)
-        if not admitted.mine:
-            if prepared.handoffs >= MAX_HANDOFFS:
-                prepared = tool_error(
-                    "the session's lease kept moving between workers; retry the call",
-                    status="busy",
-                )
-            else:
-                _hand_over(svc, prepared, str(admitted.holder_queue))
-                return None
-        moved_from = admitted.taken_over_from
     claim = ledger.claim(call_id, svc.worker_id)
     if claim == DUPLICATE:
         # A redelivery: the first delivery runs (or ran) it and delivers the result.
@@ -92,8 +79,22 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
         result = cancelled_before_start(call_id)
         deliver_result(ledger, call_id, result)
         return result
+    moved_from: str | None = None
+    if not isinstance(prepared, str) and svc.leases is not None and uses_session(prepared):
+        admitted = svc.leases.admit(prepared.session_id)
+        if not admitted.mine and prepared.handoffs < MAX_HANDOFFS:
+            _hand_over(svc, prepared, str(admitted.holder_queue), str(admitted.holder))
+            return None
+        if not admitted.mine:
+            prepared = tool_error(
+                "the session's lease kept moving between workers; retry the call",
+                status="busy",
+            )
+        else:
+            moved_from = admitted.taken_over_from
     if isinstance(prepared, str):
         deliver_result(ledger, call_id, prepared)
+        svc.heartbeat.finish(call_id)
         return prepared
     cancel = threading.Event()
     heartbeat = svc.heartbeat
@@ -106,11 +107,13 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
         heartbeat.finish(call_id)
 
 
-def _hand_over(svc: WorkerRuntime, message: ToolCallMessage, queue: str) -> None:
-    """Send an unclaimed call to the worker serving its session (same call id)."""
+def _hand_over(svc: WorkerRuntime, message: ToolCallMessage, queue: str, holder: str) -> None:
+    """Give a claimed call to the worker serving its session (same call id, its claim
+    passed on: that worker claims it when it takes the message)."""
     onward = message.model_copy(update={"handoffs": message.handoffs + 1})
-    svc.sender().send_call(onward, queue)
-    log.debug("call %s handed to %s, which serves its session", message.call_id, queue)
+    if svc.ledger.hand_off(message.call_id, svc.worker_id, holder):
+        svc.sender().send_call(onward, queue)
+        log.debug("call %s handed to %s, which serves its session", message.call_id, queue)
 
 
 def answer_in_mailbox(
