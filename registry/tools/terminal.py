@@ -104,12 +104,13 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
         return {"error": f"invalid command: {exc}"}
     error = None
     if result.cancelled:
-        error = "cancelled by the caller; the command's process tree was killed"
+        who = getattr(ctx.cancel, "reason", "the caller")
+        error = f"cancelled by {who}; the command's process tree was killed"
     elif result.timed_out:
         error = f"command timed out after {timeout_s:g}s; its process tree was killed"
     elif result.shell_restarted:
         error = "the session shell had died and was restarted; cwd and variables were restored"
-    return {
+    answer: dict[str, Any] = {
         "output": _redact(result.output, ctx),
         "exit_code": result.exit_code,
         "error": error,
@@ -117,6 +118,9 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
         "truncated": result.truncated,
         "duration_ms": result.duration_ms,
     }
+    if result.cancelled:
+        answer["status"] = "cancelled"
+    return answer
 
 
 def register(target: ToolRegistry = registry) -> None:

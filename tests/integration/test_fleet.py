@@ -4,13 +4,16 @@ if on its own host, sharing one broker (Redis, or RabbitMQ with a Redis ledger).
 from __future__ import annotations
 
 import json
+import signal
 import threading
+import time
 from typing import Any
 
 import pytest
 import redis
 
 from tests.fixtures_fleet import Fleet
+from tests.helpers import wait_until
 from worker.client import SandboxClient
 from worker.protocol.leases import lease_key
 
@@ -87,3 +90,50 @@ def test_the_session_moves_when_its_worker_dies_with_its_cwd_and_environment(
     assert fleet.index_of(worker_pid(client)) != holder
     # Settled on its new worker: no further move.
     assert "session_moved" not in run(client, "true")
+
+
+def test_wait_during_a_worker_restart_answers_within_its_timeout(fleet_of: Any) -> None:
+    """The process's worker is SIGKILLed and restarted on its home; a wait sent meanwhile
+    answers with the process's end (adopted by the restarted worker) within its timeout."""
+    fleet: Fleet = fleet_of(1, SBX_LOST_AFTER="3", SBX_HEARTBEAT_INTERVAL="0.3")
+    client = fleet.client("fleet-waiter")
+    gate = fleet.homes[0] / "go"
+    started = client.start(f"while [ ! -e {gate} ]; do sleep 0.1; done; exit 5")
+    fleet.kill(0)
+    gate.touch()
+    restart = threading.Thread(target=fleet.start, args=(0,))
+    restart.start()
+    begun = time.monotonic()
+    final = client.wait(started.process_id, timeout=20)
+    waited = time.monotonic() - begun
+    restart.join(120)
+    assert (final.status, final.exit_code) == ("exited", 5)
+    # The caller's own timeout bounds the wait (plus the answer's way back).
+    assert waited < 20 + 5
+
+
+def test_sigterm_cancels_running_calls_after_the_grace_and_frees_the_session(
+    fleet_of: Any,
+) -> None:
+    fleet: Fleet = fleet_of(2, SBX_SHUTDOWN_GRACE="1", SBX_LOST_AFTER="3")
+    client = fleet.client("fleet-graceful")
+    holder = fleet.index_of(worker_pid(client))
+    answers: list[dict[str, Any]] = []
+    running = threading.Thread(target=lambda: answers.append(run(client, "sleep 300")))
+    running.start()
+    wait_until(lambda: _runs_a_call(fleet, holder), 60, "the long call to start")
+    worker = fleet.workers[holder]
+    assert worker is not None and worker.proc is not None
+    worker.proc.send_signal(signal.SIGTERM)
+    running.join(120)
+    assert worker.proc.wait(60) == 0
+    assert answers and (answers[0]["exit_code"], answers[0]["status"]) == (130, "cancelled")
+    assert "the worker shutting down" in answers[0]["error"]
+    # Its lease was given up: the next call runs on the other worker at once.
+    moved = run(client, "echo next")
+    assert moved["output"] == "next\n" and moved["session_moved"] is True
+
+
+def _runs_a_call(fleet: Fleet, index: int) -> bool:
+    ledger = redis.Redis.from_url(fleet.ledger_url or fleet.broker_url, decode_responses=True)
+    return fleet.worker_id(index) in ledger.hvals("sbx:calls:running")

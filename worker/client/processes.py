@@ -96,14 +96,9 @@ class ProcessClientMixin:
             return None
         return None
 
-    def tool_call_on(self, name: str, args: Any, queue: str | None, *, wait: float) -> str:
-        """Like ``tool_call`` but sent to ``queue`` (the shared queue when None)."""
-        return str(self._host().tool_call(name, args, wait=wait, queue=queue))
-
     def _process(self, args: dict[str, Any], *, wait: float = _SLACK_S) -> dict[str, Any]:
-        process_id = args.get("process_id")
-        queue = self.process_queue(process_id) if isinstance(process_id, str) else None
-        return _parse(self.tool_call_on("process", args, queue, wait=wait))
+        """One ``process`` action, sent where its process lives (``tool_call`` routes it)."""
+        return _parse(str(self._host().tool_call("process", args, wait=wait)))
 
     # -- processes -------------------------------------------------------------------------
 

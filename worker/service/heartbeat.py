@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import redis
 
+from registry.context import Cancellation
 from worker.protocol.ledger import CallLedger
 
 log = logging.getLogger(__name__)
@@ -33,11 +34,17 @@ class Heartbeat(threading.Thread):
         self._finished: list[str] = []
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
+        self._cancelling: str | None = None
 
     def add(self, call_id: str, cancel: threading.Event | None = None) -> None:
-        """Beat for ``call_id`` until :meth:`finish`; set ``cancel`` if it gets cancelled."""
+        """Beat for ``call_id`` until :meth:`finish`; set ``cancel`` if it gets cancelled
+        (at once after :meth:`cancel_all`: a call starting then is cancelled too)."""
+        event = cancel or threading.Event()
         with self._lock:
-            self._active[call_id] = cancel or threading.Event()
+            self._active[call_id] = event
+            reason = self._cancelling
+        if reason is not None:
+            _cancel(event, reason)
 
     def finish(self, call_id: str) -> None:
         """Stop beating for ``call_id`` and release it on the next tick.
@@ -53,12 +60,14 @@ class Heartbeat(threading.Thread):
     def stop(self) -> None:
         self._stop_event.set()
 
-    def cancel_all(self) -> list[str]:
-        """Cancel every running call (shutdown grace over); their ids."""
+    def cancel_all(self, reason: str = "the worker shutting down") -> list[str]:
+        """Cancel every running call, and every call that starts from now on (the
+        shutdown grace is over); the ids of those running."""
         with self._lock:
+            self._cancelling = reason
             active = dict(self._active)
         for event in active.values():
-            event.set()
+            _cancel(event, reason)
         return list(active)
 
     def running(self) -> int:
@@ -88,3 +97,10 @@ class Heartbeat(threading.Thread):
         except (redis.RedisError, OSError):
             with self._lock:
                 self._finished.extend(finished)
+
+
+def _cancel(event: threading.Event, reason: str) -> None:
+    if isinstance(event, Cancellation):
+        event.cancel(reason)
+    else:
+        event.set()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +11,7 @@ import redis
 from celery import Celery, Task
 from celery.exceptions import Ignore
 
+from registry.context import Cancellation
 from registry.results import tool_error
 from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger
 from worker.protocol.messages import ToolCallMessage
@@ -96,7 +96,7 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
         deliver_result(ledger, call_id, prepared)
         svc.heartbeat.finish(call_id)
         return prepared
-    cancel = threading.Event()
+    cancel = Cancellation()
     heartbeat = svc.heartbeat
     heartbeat.add(call_id, cancel)
     try:
