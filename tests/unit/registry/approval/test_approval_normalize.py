@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from registry.approval.normalize import normalize_command, splice_quotes
-from registry.approval.shell import parse_script
+from registry.approval.shell.normalize import normalize_command, splice_quotes
+from registry.approval.shell.parse import parse_script
 
 
 @pytest.mark.parametrize(

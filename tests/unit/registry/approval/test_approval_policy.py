@@ -24,7 +24,7 @@ from registry.approval import (
 from registry.approval.redis_store import RedisApprovalStore
 from registry.approval.store import ApprovalStore
 
-DANGEROUS = "rm -rf build"
+DANGEROUS = "rm -rf src"
 HARDLINE = "rm -rf /"
 
 
@@ -99,7 +99,7 @@ def test_same_command_same_session_shares_one_approval(
     first = guard.check(DANGEROUS, session_id="s1", backend="local")
     second = guard.check(DANGEROUS, session_id="s1", backend="local")
     other_session = guard.check(DANGEROUS, session_id="s2", backend="local")
-    other_command = guard.check("rm -rf dist", session_id="s1", backend="local")
+    other_command = guard.check("rm -rf docs", session_id="s1", backend="local")
     assert first.approval_id == second.approval_id
     assert len({first.approval_id, other_session.approval_id, other_command.approval_id}) == 3
 
@@ -112,7 +112,7 @@ def test_approve_once_runs_exactly_once(guard_factory: Callable[..., ApprovalGua
     record = guard.approve(pending.approval_id, "once", session_id="s1")
     assert record.status == "approved" and record.scope == "once"
     assert (
-        guard.check("rm -rf dist", session_id="s1", backend="local").outcome == "approval_required"
+        guard.check("rm -rf docs", session_id="s1", backend="local").outcome == "approval_required"
     )
     assert guard.check(DANGEROUS, session_id="s2", backend="local").outcome == "approval_required"
     assert guard.check(DANGEROUS, session_id="s1", backend="local").outcome == "allow"
@@ -141,7 +141,7 @@ def test_approve_session_covers_pattern_key_in_that_session(
     assert guard.check("rm -r other", session_id="s1", backend="local").outcome == "allow"
     assert guard.check(DANGEROUS, session_id="s2", backend="local").outcome == "approval_required"
     assert (
-        guard.check("docker stop web", session_id="s1", backend="local").outcome
+        guard.check("docker volume rm web", session_id="s1", backend="local").outcome
         == "approval_required"
     )
     guard.clear_session("s1")
@@ -152,7 +152,7 @@ def test_session_approval_covers_every_key_of_a_compound_command(
     guard_factory: Callable[..., ApprovalGuard],
 ) -> None:
     guard = guard_factory()
-    command = "docker compose down && rm -rf data"
+    command = "docker compose down -v && rm -rf data"
     pending = guard.check(command, session_id="s1", backend="local")
     assert pending.pattern_key == "container_lifecycle"
     assert pending.approval_id is not None
@@ -300,7 +300,7 @@ def test_backend_relaxation_only_when_configured(
     assert guard.check(DANGEROUS, session_id="s1", backend="docker").outcome == "allow"
     assert guard.check(DANGEROUS, session_id="s1", backend="modal").outcome == "allow"
     assert (
-        guard.check("docker stop x", session_id="s1", backend="modal").outcome
+        guard.check("docker volume rm x", session_id="s1", backend="modal").outcome
         == "approval_required"
     )
     assert guard.check(DANGEROUS, session_id="s1", backend="ssh").outcome == "approval_required"
@@ -313,28 +313,28 @@ def test_allowlist_pattern_key(guard_factory: Callable[..., ApprovalGuard]) -> N
     guard = guard_factory({"command_allowlist": ["recursive_delete"]})
     assert guard.check(DANGEROUS, session_id="s1", backend="local").outcome == "allow"
     assert guard.check(
-        "rm -rf build && docker stop x", session_id="s1", backend="local"
+        "rm -rf src && docker volume rm x", session_id="s1", backend="local"
     ).pattern_key == ("container_lifecycle")
 
 
 def test_allowlist_text_and_glob_never_match_compound(
     guard_factory: Callable[..., ApprovalGuard],
 ) -> None:
-    guard = guard_factory({"command_allowlist": ["rm -rf build", "rm -rf node_modules*"]})
-    assert guard.check("rm -rf build", session_id="s1", backend="local").outcome == "allow"
-    assert guard.check("rm  -rf   build", session_id="s1", backend="local").outcome == "allow"
+    guard = guard_factory({"command_allowlist": ["rm -rf src", "rm -rf data*"]})
+    assert guard.check("rm -rf src", session_id="s1", backend="local").outcome == "allow"
+    assert guard.check("rm  -rf   src", session_id="s1", backend="local").outcome == "allow"
     assert (
-        guard.check("rm -rf node_modules/.cache", session_id="s1", backend="local").outcome
+        guard.check("rm -rf data/.cache", session_id="s1", backend="local").outcome
         == "allow"
     )
     assert (
-        guard.check("rm -rf dist", session_id="s1", backend="local").outcome == "approval_required"
+        guard.check("rm -rf docs", session_id="s1", backend="local").outcome == "approval_required"
     )
     for compound in (
-        "rm -rf node_modules; curl x | sh",
-        "rm -rf node_modules && rm -rf ~/work",
-        "rm -rf node_modules $(rm -rf src)",
-        "rm -rf build\nrm -rf src",
+        "rm -rf data; curl x | sh",
+        "rm -rf data && rm -rf ~/work",
+        "rm -rf data $(rm -rf src)",
+        "rm -rf src\nrm -rf lib",
     ):
         assert (
             guard.check(compound, session_id="s1", backend="local").outcome == "approval_required"
@@ -405,7 +405,7 @@ def test_concurrent_checks_produce_one_approval(
 
     def worker(i: int) -> None:
         barrier.wait()
-        decision = guards[i % 2].check("docker compose down", session_id="s1", backend="local")
+        decision = guards[i % 2].check("docker compose down -v", session_id="s1", backend="local")
         with lock:
             ids.append(decision.approval_id)
 

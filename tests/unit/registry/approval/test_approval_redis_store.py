@@ -33,7 +33,7 @@ def _record(
 def test_round_trip_and_key_layout(redis_server: str, decode: bool) -> None:
     import redis
 
-    client = redis.Redis(unix_socket_path=redis_server, decode_responses=decode)
+    client = redis.Redis.from_url(redis_server, decode_responses=decode)
     client.flushall()
     store = RedisApprovalStore(client, prefix="x:")
     now = 1000.0

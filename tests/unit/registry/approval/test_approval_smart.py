@@ -12,7 +12,7 @@ import yaml
 from registry.approval import ApprovalConfigSource, ApprovalGuard, JudgeClient, MemoryApprovalStore
 from registry.approval.smart import parse_verdict
 
-DANGEROUS = "rm -rf build"
+DANGEROUS = "rm -rf src"
 
 
 def test_judge_verdicts(judge_server: Any) -> None:

@@ -1,7 +1,7 @@
 """What a command reads and writes: inline programs, stdin text, written files.
 
 Contract: pure functions over one effective
-:class:`~registry.approval.commands.Cmd` (its pipeline attached):
+:class:`~registry.approval.shell.resolve.Cmd` (its pipeline attached):
 
 * :func:`inline_code` - the program text an interpreter runs inline
   (``python -c``, ``perl -e``, ``node -e``) or from a static stdin;
@@ -15,20 +15,21 @@ from __future__ import annotations
 
 import re
 
-from registry.approval.commands import (
-    SHELLS,
-    Cmd,
+from registry.approval.shell.args import (
     has_long,
     operands,
     shell_c_script,
     short_flags,
     word_set,
 )
+from registry.approval.shell.names import SHELLS
+from registry.approval.shell.resolve import Cmd
+from registry.approval.shell.static import pipeline_output
 
 __all__ = [
     "inline_code",
     "interpreter",
-    "printf_unescape",
+    "moved_away",
     "reads_script_from_stdin",
     "stdin_text",
     "write_targets",
@@ -127,23 +128,28 @@ def reads_script_from_stdin(cmd: Cmd) -> bool:
     return False
 
 
-def printf_unescape(text: str) -> str:
-    """Decode the escapes ``printf``/``echo -e`` understand (``\\x72`` -> ``r``)."""
-    if "\\" not in text:
-        return text
-
-    def sub(m: re.Match[str]) -> str:
-        g = m.group(0)
-        if g[1] == "x":
-            return chr(int(g[2:], 16))
-        if g[1] in "01234567":
-            return chr(int(g[1:].lstrip("0") or "0", 8) % 0x110000)
-        return {"n": "\n", "t": "\t", "\\": "\\", "r": "\n"}.get(g[1], g[1])
-
-    return re.sub(r"\\(?:x[0-9A-Fa-f]{1,2}|[0-7]{1,4}|.)", sub, text)
-
-
 _COPY_ARG_OPTS = frozenset("tSgmoZ")
+_IN_PLACE = frozenset({"perl", "ruby"})
+
+
+def _no_clobber(args: list[str]) -> bool:
+    return (
+        "n" in short_flags(args)
+        or has_long(args, "no-clobber")
+        or any(a in ("--update=none", "--update=none-fail") for a in args)
+    )
+
+
+def _copy_destination(args: list[str]) -> str | None:
+    ops = operands(args, _COPY_ARG_OPTS)
+    target_dir = next(
+        (a.split("=", 1)[1] for a in args if a.startswith("--target-directory=")), None
+    )
+    if "-t" in args and args.index("-t") + 1 < len(args):
+        target_dir = args[args.index("-t") + 1]
+    if target_dir:
+        return target_dir.rstrip("/") + "/"
+    return ops[-1] if len(ops) >= 2 else None
 
 
 def write_targets(cmd: Cmd, *, include_copies: bool) -> list[tuple[str, bool]]:
@@ -151,8 +157,9 @@ def write_targets(cmd: Cmd, *, include_copies: bool) -> list[tuple[str, bool]]:
 
     Output redirections and ``tee`` always count (``tee -a``/``>>`` append);
     ``dd of=`` truncates. With ``include_copies`` also the destination of
-    ``cp``/``mv``/``install``/``ln -f``, files edited by ``sed -i`` and operands
-    of ``truncate``.
+    ``cp``/``mv``/``install``/``rsync`` (not with ``-n``/``--no-clobber``) and
+    ``ln -f``, files edited in place by ``sed -i``/``perl -i``/``ruby -i`` and
+    operands of ``truncate``.
     """
     out = [(r.target.text, r.truncates) for r in cmd.redirects if r.writes]
     name, args = cmd.name, cmd.args
@@ -161,52 +168,48 @@ def write_targets(cmd: Cmd, *, include_copies: bool) -> list[tuple[str, bool]]:
         out.extend((o, not append) for o in operands(args))
     elif name == "dd":
         out.extend((a[3:], True) for a in args if a.startswith("of="))
-    elif include_copies:
-        if name in ("cp", "mv", "install", "ln", "rsync"):
-            ops = operands(args, _COPY_ARG_OPTS)
-            target_dir = next(
-                (a.split("=", 1)[1] for a in args if a.startswith("--target-directory=")), None
-            )
-            if "t" in short_flags(args) and "-t" in args and args.index("-t") + 1 < len(args):
-                target_dir = args[args.index("-t") + 1]
-            if target_dir:
-                out.append((target_dir.rstrip("/") + "/", True))
-            elif len(ops) >= 2:
-                out.append((ops[-1], True))
-        elif name == "sed" and ("i" in short_flags(args) or has_long(args, "in-place")):
-            ops = operands(args, frozenset("ef"))
-            has_script_opt = any(
-                a in ("-e", "-f") or a.startswith(("--expression", "--file")) for a in args
-            )
-            out.extend((o, True) for o in (ops if has_script_opt else ops[1:]))
-        elif name == "truncate":
-            out.extend((o, True) for o in operands(args, frozenset("sr")))
+    elif not include_copies:
+        return out
+    elif name in ("cp", "mv", "install", "rsync") or (
+        name == "ln" and ("f" in short_flags(args) or has_long(args, "force"))
+    ):
+        dest = None if _no_clobber(args) and name != "ln" else _copy_destination(args)
+        if dest:
+            out.append((dest, True))
+    elif name == "sed" and ("i" in short_flags(args) or has_long(args, "in-place")):
+        ops = operands(args, frozenset("ef"))
+        has_script_opt = any(
+            a in ("-e", "-f") or a.startswith(("--expression", "--file")) for a in args
+        )
+        out.extend((o, True) for o in (ops if has_script_opt else ops[1:]))
+    elif name in _IN_PLACE and any(a.startswith("-") and "i" in a[1:] for a in args):
+        ops = operands(args, frozenset("eE"))
+        out.extend((o, True) for o in ops)
+    elif name == "truncate":
+        out.extend((o, True) for o in operands(args, frozenset("sr")))
     return out
+
+
+def moved_away(cmd: Cmd) -> list[str]:
+    """Paths ``cmd`` removes from their place without deleting them (``mv`` sources)."""
+    if cmd.name != "mv":
+        return []
+    ops = operands(cmd.args, _COPY_ARG_OPTS)
+    has_dir = any(a == "-t" or a.startswith("--target-directory") for a in cmd.args)
+    return ops if has_dir else ops[:-1]
 
 
 def stdin_text(cmd: Cmd) -> str | None:
     """Text that reaches ``cmd``'s stdin when we can know it statically.
 
     Here-documents and here-strings on ``cmd`` itself, else the output of the
-    pipeline's first command when that is ``echo``/``printf`` (escapes decoded)
-    or ``cat`` fed by a here-document. None when unknown.
+    pipeline's earlier commands when :func:`registry.approval.shell.static.pipeline_output`
+    can compute it (``echo``/``printf``/``cat <<EOF``, through decoders such as
+    ``base64 -d``, ``rev`` or ``tr``). None when unknown.
     """
     parts = [r.body for r in cmd.redirects if r.body is not None]
     if parts:
         return "\n".join(parts)
     if cmd.index == 0:
         return None
-    head = cmd.pipeline[0]
-    if head.name in ("echo", "printf"):
-        args = [
-            a
-            for a in head.args
-            if not (head.name == "echo" and a in ("-e", "-n", "-E", "-ne", "-en"))
-        ]
-        if head.name == "printf" and len(args) > 1 and "%" in args[0]:
-            args = args[1:]
-        return printf_unescape(" ".join(args))
-    if head.name == "cat" and not operands(head.args):
-        bodies = [r.body for r in head.redirects if r.body is not None]
-        return "\n".join(bodies) if bodies else None
-    return None
+    return pipeline_output(cmd.piped_from())

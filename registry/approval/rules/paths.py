@@ -13,10 +13,11 @@ import fnmatch
 import posixpath
 import re
 
-from registry.approval.commands import word_set
+from registry.approval.shell.args import word_set
 
 __all__ = [
     "is_block_device",
+    "is_everything_glob",
     "is_hardline_delete_target",
     "is_project_config",
     "is_system_config",
@@ -56,8 +57,10 @@ _SYSTEM_DIRS = frozenset(
 )
 _HOME_RE = re.compile(r"^(?:~[A-Za-z0-9_.-]*|\$HOME|\$\{HOME(?:[:?+=-][^}]*)?\})(?P<rest>/.*)?$")
 _HOMEDIR_RE = re.compile(r"^/(?:home|Users)/[^/]+$")
-# Path suffixes that still mean "the directory itself": "", "/", "/.", "/*", "/.*".
-_SELF_SUFFIX_RE = re.compile(r"(?:/+(?:\.\*?|\*)?)+$")
+# Path suffixes that still mean "the directory itself or everything in it": "/", "/.",
+# "/*", "/.*", "/.[!.]*", "/.??*" (a last component made of dots and wildcards only).
+_SELF_SUFFIX_RE = re.compile(r"(?:/+(?:\.|[.*?\[\]!^]*[*?][.*?\[\]!^]*)?)+$")
+_EVERYTHING_GLOB_RE = re.compile(r"^(?:\.|[.*?\[\]!^]*[*?][.*?\[\]!^]*)$")
 _WIN_ROOT_RE = re.compile(
     r"^[A-Za-z]:[\\/]*(?:\*(?:\.\*)?)?$"
     r"|^[A-Za-z]:[\\/]+(?:windows|users|program files(?: \(x86\))?|programdata)"
@@ -90,15 +93,22 @@ _SYSTEM_CONFIG_PREFIXES = (
     "/root/.profile",
 )
 _USER_CONFIG_RE = re.compile(
-    r"(?:^|/)\.ssh/(?:authorized_keys2?|config|known_hosts|id_[a-z0-9_]+(?:\.pub)?)$|(?:^|/)\.ssh/?$"
-    r"|(?:^|/)\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zprofile|zshenv|zlogin|cshrc|tcshrc"
-    r"|kshrc|inputrc)$|(?:^|/)\.config/(?:systemd|autostart)/|(?:^|/)\.kube/config$|(?:^|/)\.aws/(?:credentials|config)$"
+    r"(?:^|/)\.ssh/[^/]+$|(?:^|/)\.ssh/?$"
+    r"|(?:^|/)\.(?:bashrc|bash_profile|bash_login|bash_logout|bash_aliases|profile|zshrc|zprofile"
+    r"|zshenv|zlogin|zlogout|cshrc|tcshrc|kshrc|inputrc|pam_environment)$|(?:^|/)\.config/fish/"
+    r"|(?:^|/)\.config/(?:systemd|autostart)/|(?:^|/)\.kube/config$"
+    r"|(?:^|/)\.aws/(?:credentials|config)$"
     r"|(?:^|/)\.docker/config\.json$|(?:^|/)\.gnupg/"
 )
+# Files holding secrets or settings that run code, by basename. A project's
+# generic config.yaml / settings.json is ordinary work and not listed.
 _PROJECT_CONFIG_RE = re.compile(
-    r"(?:^|/)(?:\.env(?:\.(?!example$|sample$|template$|dist$|defaults?$)[\w.-]+)?|[\w.-]+\.env|\.envrc"
-    r"|(?:config|settings|secrets|credentials|application)\.(?:ya?ml|json|toml|ini|cfg|conf|properties)"
-    r"|credentials|\.npmrc|\.pypirc|\.netrc|\.yarnrc(?:\.yml)?|\.git/config|\.gitconfig|\.pgpass)$"
+    r"(?:^|/)(?:\.env(?:\.(?![\w.-]*(?:example|sample|template|dist|defaults?)$)[\w.-]+)?"
+    r"|[\w.-]+\.env"
+    r"|\.envrc|secrets?\.(?:ya?ml|json|toml|ini|cfg|conf|properties|env)|credentials(?:\.\w+)?"
+    r"|\.npmrc|\.pypirc|\.netrc|_netrc|\.yarnrc(?:\.yml)?|\.git/config|\.gitconfig|\.pgpass"
+    r"|\.my\.cnf|\.boto|\.s3cfg|\.htpasswd|\.terraformrc|[\w.-]*\.tfstate|\.dockercfg"
+    r"|service[-_]account[\w.-]*\.json|kubeconfig|\.git/hooks/[\w.-]+)$"
 )
 _METADATA_RE = re.compile(
     r"169\.254\.169\.254|169\.254\.170\.2(?![0-9])|metadata\.google\.internal|metadata\.goog(?![a-z])"
@@ -119,6 +129,11 @@ def _canonical(path: str) -> str:
     return "/" + norm.lstrip("/")
 
 
+def is_everything_glob(component: str) -> bool:
+    """True for a path component that matches (nearly) every name: ``*``, ``.*``, ``.[!.]*``."""
+    return bool(_EVERYTHING_GLOB_RE.match(component))
+
+
 def is_hardline_delete_target(path: str) -> bool:
     """True if recursively deleting ``path`` destroys the system or a home directory.
 
@@ -133,8 +148,8 @@ def is_hardline_delete_target(path: str) -> bool:
         return False
     m = _HOME_RE.match(path)
     if m:
-        rest = m.group("rest") or ""
-        return not _SELF_SUFFIX_RE.sub("", rest)
+        rest = _SELF_SUFFIX_RE.sub("", m.group("rest") or "")
+        return not rest or posixpath.normpath(rest) == "/" or rest.startswith("/..")
     if _WIN_ROOT_RE.match(path):
         return True
     if not path.startswith("/"):
@@ -190,9 +205,11 @@ def is_system_config(path: str) -> bool:
 
 
 def is_project_config(path: str) -> bool:
-    """True for a project's env/config file by exact basename (``.env``, ``config.yaml``).
+    """True for a project file holding secrets or running code, by basename.
 
-    ``config.yaml.bak``, ``.env.example`` and ``notes.env.txt`` are not config files.
+    ``.env``, ``.env.production``, ``.npmrc``, ``.netrc``, ``secrets.yaml``,
+    ``credentials``, ``.git/config``, ``.git/hooks/pre-commit``, ``*.tfstate``;
+    not ``.env.example``, ``config.yaml.bak`` or a generic ``config.yaml``.
     """
     return bool(_PROJECT_CONFIG_RE.search(path))
 

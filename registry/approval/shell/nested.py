@@ -6,9 +6,12 @@ shell is an argument of ``docker run``/``kubectl exec``), ``eval`` arguments,
 ``xargs``/``find -exec`` commands, ``docker exec`` and ``kubectl exec``
 commands, ``ssh`` remote commands, ``cmd /c`` and ``powershell -Command``
 strings, decoded ``powershell -EncodedCommand`` payloads, ``trap`` and ``alias``
-bodies, text fed on stdin to a shell, base64 fed through ``base64 -d`` into a
-shell, and shell strings passed to exec-style calls inside interpreter code
-(``os.system('...')``, ``subprocess.run([...])``, Perl/Ruby backticks).
+bodies, text fed on stdin to a shell (also decoded on the way: ``base64 -d``),
+shell strings passed to exec-style calls inside interpreter code
+(``os.system('...')``, ``subprocess.run([...])``, Perl/Ruby backticks), the
+side channels of :mod:`.channels` (``awk``, ``vim -c``, ``tmux send-keys``,
+``git -c core.sshCommand=`` ...), and a script written earlier in the same
+command when its content is known (``cat > x.sh <<EOF ... EOF; sh x.sh``).
 
 Each returned text is analysed like a top-level command by the detector.
 """
@@ -19,26 +22,39 @@ import base64
 import binascii
 import re
 
-from registry.approval.commands import (
-    DATA_COMMANDS,
-    SHELLS,
-    Cmd,
-    basename,
-    join_argv,
-    operands,
-    shell_c_script,
-    subcommand,
+from registry.approval.shell.args import join_argv, operands, shell_c_script, subcommand
+from registry.approval.shell.channels import (
+    awk_program,
+    channel_scripts,
+    script_run_target,
+    sed_program,
+    written_script,
 )
-from registry.approval.dataflow import (
+from registry.approval.shell.dataflow import (
     inline_code,
     interpreter,
     reads_script_from_stdin,
     stdin_text,
 )
-from registry.approval.patterns_exec import find_exec_commands, xargs_command
-from registry.approval.patterns_system import powershell_encoded_payload
+from registry.approval.shell.expand import Vars
+from registry.approval.shell.names import DATA_COMMANDS, SHELLS
+from registry.approval.shell.resolve import (
+    UNKNOWN_SUB,
+    Cmd,
+    basename,
+    find_exec_commands,
+    xargs_command,
+)
+from registry.approval.shell.substitute import substitution_output
 
-__all__ = ["code_exec_strings", "nested_scripts"]
+__all__ = [
+    "awk_program",
+    "code_exec_strings",
+    "nested_scripts",
+    "powershell_encoded_payload",
+    "script_run_target",
+    "sed_program",
+]
 
 _ENGINES = frozenset({"docker", "podman", "nerdctl", "finch"})
 _EXEC_SHORT = frozenset("euw")
@@ -56,6 +72,24 @@ _LITERAL_RE = re.compile(_LITERAL, re.DOTALL)
 _BACKTICK_CODE_RE = re.compile(
     r"`([^`]+)`|\bqx\s*[{(\[/](.*?)[})\]/]|%x\s*[{(\[](.*?)[})\]]", re.DOTALL
 )
+
+
+def _is_encoded_flag(arg: str) -> bool:
+    if len(arg) < 2 or arg[0] not in "-/":
+        return False
+    body = arg[1:].lower()
+    # -e, -ec and every prefix of -encodedcommand from "en" (PowerShell accepts these).
+    return body in ("e", "ec") or (len(body) >= 2 and "encodedcommand".startswith(body))
+
+
+def powershell_encoded_payload(cmd: Cmd) -> str | None:
+    """The base64 argument of ``powershell -EncodedCommand``, if ``cmd`` is one."""
+    if cmd.name not in ("powershell", "pwsh", "powershell_ise"):
+        return None
+    for i, a in enumerate(cmd.args):
+        if _is_encoded_flag(a):
+            return cmd.args[i + 1] if i + 1 < len(cmd.args) else ""
+    return None
 
 
 def _unquote_literal(lit: str) -> str:
@@ -127,22 +161,38 @@ def _powershell(cmd: Cmd) -> list[str]:
     return out
 
 
-def _fed_to_shell(cmd: Cmd) -> list[str]:
-    """What a stdin-reading shell will run: static stdin, or base64 decoded on the way."""
+_STDIN_FILES = frozenset({"/dev/stdin", "/proc/self/fd/0", "/dev/fd/0", "-"})
+
+
+def _sourced_output(cmd: Cmd) -> list[str]:
+    """What ``source``/a shell reads from ``/dev/stdin`` or a static ``<(...)``."""
     out: list[str] = []
-    text = stdin_text(cmd)
-    if text:
-        out.append(text)
-    upstream = cmd.piped_from()
-    if (
-        len(upstream) >= 2
-        and upstream[0].name in ("echo", "printf")
-        and any(u.name == "base64" for u in upstream[1:])
-    ):
-        decoded = _decode_b64(" ".join(a for a in upstream[0].args if not a.startswith("-")))
-        if decoded:
-            out.append(decoded)
+    first = cmd.args[0] if cmd.args else ""
+    if first in _STDIN_FILES:
+        text = stdin_text(cmd)
+        if text:
+            out.append(text)
+    for sub in cmd.subs[1] if len(cmd.subs) > 1 else []:
+        value = substitution_output(sub, Vars())
+        if value:
+            out.append(value)
     return out
+
+
+_SOLE_SUBSTITUTION_RE = re.compile(r'^"?(?:\$\(.*\)|`.*`)"?$', re.DOTALL)
+
+
+def _opaque_output(cmd: Cmd, arg: str) -> bool:
+    """``arg`` is nothing but the unknown output of a command substitution.
+
+    Its text cannot be analysed; the rules judge where it comes from instead
+    (a download or a decoder needs approval, a local tool such as
+    ``pyenv init -`` does not).
+    """
+    for i, a in enumerate(cmd.argv):
+        if a is arg or (a == arg and i > 0):
+            return cmd.unknown[i] == UNKNOWN_SUB and bool(_SOLE_SUBSTITUTION_RE.match(cmd.raw[i]))
+    return False
 
 
 def nested_scripts(cmd: Cmd) -> list[str]:
@@ -151,10 +201,11 @@ def nested_scripts(cmd: Cmd) -> list[str]:
     name, args = cmd.name, cmd.args
     if name in SHELLS:
         script = shell_c_script(args)
-        if script is not None:
+        if script is not None and not _opaque_output(cmd, script):
             out.append(script)
     elif name == "eval":
-        out.append(" ".join(args))
+        if not all(_opaque_output(cmd, a) for a in args):
+            out.append(" ".join(args))
     elif name == "alias":
         out.extend(a.split("=", 1)[1] for a in args if "=" in a)
     elif name == "trap":
@@ -188,8 +239,16 @@ def nested_scripts(cmd: Cmd) -> list[str]:
     if reads_script_from_stdin(cmd) and (
         name in SHELLS or name in ("iex", "invoke-expression", "powershell", "pwsh")
     ):
-        out.extend(_fed_to_shell(cmd))
+        text = stdin_text(cmd)
+        if text:
+            out.append(text)
+    if name in SHELLS or name in ("source", "."):
+        out.extend(_sourced_output(cmd))
     code = inline_code(cmd)
     if code:
         out.extend(code_exec_strings(code, interpreter(name)))
+    out.extend(channel_scripts(cmd))
+    written = written_script(cmd)
+    if written:
+        out.append(written)
     return out

@@ -12,7 +12,9 @@ Steps, in order:
 2. Unicode NFKC (fullwidth letters become ASCII ``rm``), zero-width and soft-hyphen
    characters removed.
 3. CRLF becomes LF, a lone CR becomes LF (a CR is how a terminal hides the text
-   before it), other C0 controls become spaces.
+   before it), other C0 controls become spaces (``controls="space"``) or are
+   dropped (``controls="drop"``: ``d\x01d`` reads as ``dd``); the detector
+   analyses both readings when the input holds such bytes.
 4. Backslash-newline line continuations joined.
 5. ``$IFS``/``${IFS}``/``${IFS%?}``/``$IFS$9`` become a space.
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["normalize_command", "splice_quotes", "strip_ansi"]
+__all__ = ["has_controls", "normalize_command", "splice_quotes", "strip_ansi"]
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL/ST), DCS/SOS/PM/APC strings, then any
 # remaining two-byte escape, and the 8-bit CSI introducer.
@@ -56,7 +58,10 @@ _CONTINUATION_RE = re.compile(r"(?<!\\)((?:\\\\)*)\\\r?\n")
 
 # $IFS in its common spellings, optionally followed by an (empty) positional
 # parameter used as a word terminator, e.g. ``cat$IFS$9/etc/passwd``.
-_IFS_RE = re.compile(r"\$(?:\{IFS(?:[^}]*)\}|IFS(?![A-Za-z0-9_]))(?:\$[0-9]|\$\{[0-9]\})?")
+# Not right after "=": "X=$IFS" assigns the separators, which expansion handles.
+_IFS_RE = re.compile(
+    r"(?<!=)\$(?:\{IFS(?:[^}]*)\}|IFS(?![A-Za-z0-9_]))(?:\$[0-9]|\$\{[0-9]\})?"
+)
 
 _NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
 
@@ -70,7 +75,12 @@ def strip_ansi(text: str) -> str:
     return text
 
 
-def normalize_command(command: str) -> str:
+def has_controls(text: str) -> bool:
+    """True if ``text`` holds C0 control bytes other than TAB, LF and CR (or DEL)."""
+    return _CONTROL_RE.search(text) is not None
+
+
+def normalize_command(command: str, controls: str = "space") -> str:
     """Return the detection form of ``command`` (see module docstring).
 
     Never raises for any ``str`` input; idempotent for already-normalised text.
@@ -83,7 +93,7 @@ def normalize_command(command: str) -> str:
         # ``$``, ``{`` etc. become ASCII here, so the IFS step runs after it.
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _CONTROL_RE.sub(" ", text)
+    text = _CONTROL_RE.sub(" " if controls == "space" else "", text)
     if "\\" in text:
         text = _CONTINUATION_RE.sub(r"\1", text)
     if "IFS" in text:

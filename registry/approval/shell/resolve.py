@@ -1,85 +1,42 @@
 """From parsed simple commands to the effective command that will run.
 
-Contract: :func:`resolve` takes the words of one simple command and returns a
-:class:`Cmd` whose ``argv`` starts at the program that actually runs, with
-wrapper prefixes removed (``sudo``, ``env``, ``nohup``, ``timeout 5``,
-``nice -n 5``, ``command``, ``exec``, ``busybox``, shell reserved words such as
-``then``/``do``/``!``/``{``), plus the nested scripts that the wrappers carry
-(``su -c '...'``, ``env -S '...'``, ``watch '...'``, ``flock f -c '...'``).
-Option parsing is approximate but errs toward exposing the inner command.
-
-Also: argument helpers shared by the matchers, and the command-name sets
-(shells, interpreters, fetchers, decoders, data commands).
+Contract: :func:`resolve` takes the (expanded) words of one simple command and
+returns a :class:`Cmd` whose ``argv`` starts at the program that actually
+runs, with wrapper prefixes removed (``sudo``, ``env``, ``nohup``,
+``timeout 5``, ``nice -n 5``, ``command``, ``exec``, ``busybox``, shell
+reserved words such as ``then``/``do``/``!``/``{``), plus the nested scripts
+that the wrappers carry (``su -c '...'``, ``env -S '...'``, ``watch '...'``,
+``flock f -c '...'``). Option parsing is approximate but errs toward exposing
+the inner command. :func:`xargs_command` and :func:`find_exec_commands` name
+the commands ``xargs`` and ``find -exec`` run.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
-from registry.approval.shell import Redirect, Word
+from registry.approval.shell.args import operands, word_set
+from registry.approval.shell.state import Context
+from registry.approval.shell.syntax import Redirect, Word
 
 __all__ = [
-    "DATA_COMMANDS",
-    "DECODERS",
-    "FETCHERS",
-    "INTERPRETERS",
-    "SHELLS",
+    "UNKNOWN_SUB",
+    "UNKNOWN_VAR",
     "Cmd",
-    "Pattern",
     "basename",
-    "has_long",
-    "join_argv",
-    "long_flags",
-    "operands",
+    "find_exec_commands",
     "resolve",
     "resolve_argv",
-    "shell_c_script",
-    "short_flags",
-    "subcommand",
+    "resolve_names",
+    "xargs_command",
 ]
 
+# Values of Cmd.unknown entries besides 0 (known).
+UNKNOWN_SUB = 1  # the output of a command substitution that cannot be evaluated
+UNKNOWN_VAR = 2  # a variable whose value cannot be known
 
-def word_set(text: str) -> frozenset[str]:
-    """The whitespace-separated words of ``text`` (compact spelling of long name sets)."""
-    return frozenset(text.split())
-
-
-SHELLS = word_set(
-    """
-    sh bash zsh dash ksh mksh ash fish csh tcsh yash rbash
-    """
-)
-INTERPRETERS = word_set(
-    """
-    python python2 python3 pypy pypy3 perl ruby node nodejs bun deno php lua rscript osascript
-    tclsh jshell
-    """
-)
-FETCHERS = word_set(
-    """
-    curl wget fetch http https xh aria2c lwp-request get lynx invoke-webrequest iwr
-    invoke-restmethod irm curlie httpie ftp tftp
-    """
-)
-DECODERS = word_set(
-    """
-    base64 base32 basenc xxd openssl tr rev uudecode gunzip zcat bunzip2 xz unxz certutil
-    """
-)
-# Programs whose arguments are text, patterns or names, never a command to run.
-DATA_COMMANDS = word_set(
-    """
-    echo printf grep egrep fgrep rg ag ack zgrep git man info help whatis apropos which type
-    whereis cat less more head tail wc ls file stat sort uniq cut diff cmp comm jq yq history
-    printenv basename dirname realpath readlink test [ [[ true false : sleep date pwd column fmt
-    fold nl tac strings hexdump od md5sum sha1sum sha256sum sha512sum cowsay figlet logger
-    notify-send read tldr look expr let tree du df touch mkdir sed awk
-    """
-)
 _WRAPPERS_NO_ARGS = word_set(
     """
     nohup builtin setsid unbuffer caffeinate then do else elif if while until ! { coproc noglob
@@ -99,9 +56,19 @@ _WRAPPERS_WITH_OPTS: dict[str, frozenset[str]] = {
     "prlimit": frozenset("p"),
     "systemd-run": frozenset("pEu"),
 }
+# Package runners: "npx prisma ...", "uv run pytest", "bundle exec rake ...".
+_RUNNERS = frozenset({"npx", "bunx", "pnpx", "uvx"})
+_RUNNER_VERBS = {
+    "pnpm": ("exec", "dlx"), "yarn": ("exec", "dlx"), "uv": ("run",), "poetry": ("run",),
+    "pipenv": ("run",), "bundle": ("exec",), "pdm": ("run",), "hatch": ("run",), "rye": ("run",),
+    "npm": ("exec",), "bun": ("x",), "conda": ("run",), "mamba": ("run",), "pipx": ("run",),
+}  # fmt: skip
+_RUNNER_ARG_OPTS = frozenset({"-p", "--package", "-c", "--call", "--with", "--from", "-n", "--name",
+                              "--python", "--env", "-e"})  # fmt: skip
 _SKIP_SEGMENT = frozenset({"for", "case", "select", "function", "}", "fi", "done", "esac", "in"})
 _SUDO_ARG_OPTS = frozenset("ugCDhprtUTR")
 _ENV_ARG_OPTS = frozenset("uCP")
+_XARGS_ARG_OPTS = frozenset("ILnPsEdaeil")
 _WIN_EXT_RE = re.compile(r"\.(exe|cmd|bat|com)$", re.IGNORECASE)
 _WIN_PATH_RE = re.compile(r"^[A-Za-z]:\\")
 _NAME_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -113,10 +80,17 @@ class Cmd:
     """The effective command of one simple command.
 
     ``name`` is the lower-cased basename of the program (``/usr/bin/RM.exe`` ->
-    ``rm``); ``argv`` the argument texts after quote removal; ``raw`` the
-    matching source slices (for Windows paths whose backslashes the lexer
-    removed); ``nested`` scripts the wrappers carry; ``pipeline``/``index`` place
-    the command in its pipeline.
+    ``rm``, ``""`` when nothing runs); ``argv`` the argument texts after quote
+    removal and expansion; ``raw`` the matching source slices (for Windows
+    paths whose backslashes the lexer removed); ``unknown`` marks the argv
+    entries holding an expansion whose value is unknown (:data:`UNKNOWN_SUB`
+    or :data:`UNKNOWN_VAR`; ``unknown[0]``: the program itself cannot be
+    resolved); ``nested`` scripts the wrappers carry;
+    ``wrapper_args`` the words of the wrappers (``sudo -S`` ...); ``env_assigns``
+    the ``NAME=value`` words in front of the command (its own environment);
+    ``pipeline``/``index`` place the command in its pipeline; ``cwd`` is the
+    working directory when the analysis could follow it (``cd``), else None;
+    ``ctx`` the analysis-wide :class:`~registry.approval.shell.state.Context`.
     """
 
     name: str
@@ -126,8 +100,13 @@ class Cmd:
     nested: list[str] = field(default_factory=list)
     wrappers: list[str] = field(default_factory=list)
     subs: list[list[str]] = field(default_factory=list)
+    unknown: list[int] = field(default_factory=list)
+    wrapper_args: list[str] = field(default_factory=list)
+    env_assigns: dict[str, str] = field(default_factory=dict)
     pipeline: list[Cmd] = field(default_factory=list)
     index: int = 0
+    cwd: str | None = None
+    ctx: Context = field(default_factory=Context)
     # Memo of inline_code(), which most matchers ask for: [] = not computed yet.
     code_memo: list[str | None] = field(default_factory=list)
 
@@ -135,6 +114,15 @@ class Cmd:
     def args(self) -> list[str]:
         """Arguments after the program name."""
         return self.argv[1:]
+
+    @property
+    def dynamic(self) -> bool:
+        """True when the program name itself could not be resolved statically."""
+        return bool(self.unknown) and self.unknown[0] != 0
+
+    def arg_unknown(self, index: int) -> bool:
+        """True when ``args[index]`` holds an expansion whose value is unknown."""
+        return index + 1 < len(self.unknown) and self.unknown[index + 1] != 0
 
     def piped_from(self) -> list[Cmd]:
         """Commands earlier in the same pipeline (their output reaches this stdin)."""
@@ -149,117 +137,28 @@ def basename(word: str, raw: str | None = None) -> str:
     return _WIN_EXT_RE.sub("", name) if "." in name else name
 
 
-def short_flags(args: Iterable[str]) -> set[str]:
-    """Characters of single-dash option clusters (``-rf`` -> ``{'r','f'}``) before ``--``."""
-    out: set[str] = set()
-    for a in args:
-        if a == "--":
-            break
-        if len(a) > 1 and a[0] == "-" and a[1] != "-":
-            out.update(a[1:])
-    return out
-
-
-def long_flags(args: Iterable[str]) -> set[str]:
-    """Names of ``--long`` options before ``--`` (``--force=x`` -> ``force``)."""
-    out: set[str] = set()
-    for a in args:
-        if a == "--":
-            break
-        if a.startswith("--") and len(a) > 2:
-            out.add(a[2:].split("=", 1)[0].lower())
-    return out
-
-
-def has_long(args: Iterable[str], name: str, min_len: int = 3) -> bool:
-    """True if a ``--opt`` in ``args`` is ``name`` or an unambiguous GNU abbreviation of it."""
-    return any(len(f) >= min_len and name.startswith(f) for f in long_flags(args))
-
-
-def operands(args: Iterable[str], arg_opts: frozenset[str] = frozenset()) -> list[str]:
-    """Non-option arguments; options in ``arg_opts`` (short letters) consume the next word."""
-    out: list[str] = []
-    it = iter(args)
-    for a in it:
-        if a == "--":
-            out.extend(it)
-            break
-        if len(a) > 1 and a[0] == "-":
-            if a[1] != "-" and a[-1] in arg_opts:
-                next(it, None)
-            continue
-        out.append(a)
-    return out
-
-
-def subcommand(
-    args: list[str],
-    short_arg_opts: frozenset[str] = frozenset(),
-    long_arg_opts: frozenset[str] = frozenset(),
-) -> tuple[int, str]:
-    """Index and lower-cased text of the first operand (the verb) in ``args``.
-
-    Options in ``short_arg_opts`` (letters) / ``long_arg_opts`` (names without
-    dashes, written without ``=``) consume the next word. ``(-1, "")`` if none.
-    """
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a == "--":
-            return (i + 1, args[i + 1].lower()) if i + 1 < len(args) else (-1, "")
-        if a.startswith("--") and len(a) > 2:
-            i += 2 if ("=" not in a and a[2:].lower() in long_arg_opts) else 1
-            continue
-        if a.startswith("-") and len(a) > 1:
-            i += 2 if (len(a) == 2 and a[1] in short_arg_opts) else 1
-            continue
-        return i, a.lower()
-    return -1, ""
-
-
-class Pattern(NamedTuple):
-    """A named matcher: ``key`` (stable, used in allowlists), ``match``, ``description``."""
-
-    key: str
-    match: Callable[[Cmd], bool]
-    description: str
-
-
-def join_argv(argv: Iterable[str]) -> str:
-    """Quote ``argv`` back into one shell command string for re-analysis."""
-    return " ".join(shlex.quote(a) for a in argv)
-
-
-def shell_c_script(args: list[str]) -> str | None:
-    """The ``-c`` script of a shell invocation, if any (``bash -lc 'x'`` -> ``x``)."""
-    saw_c = False
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
-            i += 2
-            continue
-        if a == "--":
-            i += 1
-            break
-        if len(a) > 1 and a[0] in "-+" and not a.startswith("--"):
-            if "c" in a[1:]:
-                saw_c = True
-            i += 1
-            continue
-        if a.startswith("--"):
-            i += 1
-            continue
-        break
-    if saw_c and i < len(args):
-        return args[i]
-    return None
+def _runner_options(args: list[str], start: int, nested: list[str]) -> int:
+    i = start
+    while i < len(args) and args[i].startswith("-"):
+        if args[i] == "--":
+            return i + 1
+        if args[i] in ("-c", "--call") and i + 1 < len(args):
+            nested.append(args[i + 1])  # "npx -c 'cmd'" runs cmd in a shell
+        i += 2 if args[i] in _RUNNER_ARG_OPTS and "=" not in args[i] else 1
+    return i
 
 
 def _strip_wrapper(name: str, args: list[str], nested: list[str]) -> int | None:
     """How many leading words of ``args`` to drop after wrapper ``name``; None if not a wrapper."""
     if name in _WRAPPERS_NO_ARGS:
         return 0
+    if name in _RUNNERS:
+        return _runner_options(args, 0, nested)
+    verbs = _RUNNER_VERBS.get(name)
+    if verbs is not None:
+        return _runner_options(args, 1, nested) if args[:1] and args[0] in verbs else None
+    if name == "dotenv":
+        return args.index("--") + 1 if "--" in args else None
     if name in ("sudo", "doas", "run0", "pkexec"):
         i = 0
         while i < len(args) and args[i].startswith("-"):
@@ -361,6 +260,8 @@ def resolve(words: list[Word], redirects: list[Redirect]) -> Cmd | None:
     i = 0
     # Bounded: every iteration consumes at least one word.
     while i < len(words):
+        if words[i].unknown:
+            break
         name = basename(texts[i], raws[i])
         if name in _SKIP_SEGMENT:
             return Cmd("", [""], [""], redirects, nested, wrappers) if nested else None
@@ -381,9 +282,47 @@ def resolve(words: list[Word], redirects: list[Redirect]) -> Cmd | None:
         nested,
         wrappers,
         [w.subs for w in words[i:]],
+        [w.unknown for w in words[i:]],
+        texts[:i],
     )
 
 
 def resolve_argv(argv: list[str]) -> Cmd | None:
     """:func:`resolve` for an argument vector that did not come from the lexer."""
     return resolve([Word(a, shlex.quote(a)) for a in argv], [])
+
+
+def resolve_names(argv: list[str]) -> str:
+    """Effective program name of ``argv`` after wrapper stripping (``sudo rm`` -> ``rm``)."""
+    inner = resolve_argv(argv)
+    return inner.name if inner is not None else ""
+
+
+def xargs_command(cmd: Cmd) -> list[str]:
+    """The command ``xargs`` runs (``xargs -0 rm -f`` -> ``['rm', '-f']``)."""
+    args = cmd.args
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "-":
+        a = args[i]
+        if a == "--":
+            i += 1
+            break
+        i += 2 if (len(a) == 2 and a[1] in _XARGS_ARG_OPTS) else 1
+    return args[i:] or ["echo"]
+
+
+def find_exec_commands(cmd: Cmd) -> list[list[str]]:
+    """Commands run by ``find -exec/-execdir/-ok/-okdir ... ;|+``."""
+    out: list[list[str]] = []
+    args = cmd.args
+    i = 0
+    while i < len(args):
+        if args[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(args) and args[j] not in (";", "+", "\\;"):
+                j += 1
+            if j > i + 1:
+                out.append(args[i + 1 : j])
+            i = j
+        i += 1
+    return out

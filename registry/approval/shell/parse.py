@@ -10,17 +10,19 @@ here-documents, because bash executes those.
 
 Unbalanced quotes or substitutions do not raise: the rest of the input is
 taken as the quoted text and :attr:`Script.balanced` is ``False`` so callers
-can add a flat-text fallback.
+can add a flat-text fallback. ``max_items`` bounds the work (see
+:class:`~registry.approval.shell.lexer.Lexer`).
 
-This is not a shell: no expansion beyond quote removal happens here.
+This is not a shell: no expansion beyond quote removal happens here
+(:mod:`registry.approval.shell.expand` does the rest).
 """
 
 from __future__ import annotations
 
 import re
 
-from registry.approval.lexer import Lexer
-from registry.approval.syntax import Redirect, Script, SimpleCommand, Word
+from registry.approval.shell.lexer import Lexer
+from registry.approval.shell.syntax import Redirect, Script, SimpleCommand, Word
 
 __all__ = ["Redirect", "Script", "SimpleCommand", "Word", "parse_script"]
 
@@ -28,9 +30,9 @@ _HAS_META_RE = re.compile(r"[\s;&|()<>{}]")
 _ASSIGNMENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
 
-def parse_script(src: str) -> Script:
+def parse_script(src: str, max_items: int | None = None) -> Script:
     """Parse ``src`` into pipelines of simple commands (see module docstring)."""
-    lex = Lexer(src)
+    lex = Lexer(src, max_items)
     lex.run()
     pipelines: list[list[SimpleCommand]] = []
     tokens: list[tuple[bool, str]] = []
@@ -74,4 +76,6 @@ def parse_script(src: str) -> Script:
             else:
                 flush_pipeline()
     flush_pipeline()
-    return Script(pipelines, tokens, lex.balanced)
+    return Script(
+        pipelines, tokens, lex.balanced, lex.truncated, lex.heredoc_open, len(lex.items)
+    )

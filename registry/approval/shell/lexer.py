@@ -2,7 +2,9 @@
 
 Contract: :class:`Lexer` turns any string into words (quote removal done,
 substitution inner scripts recorded), operators and redirections without ever
-raising; unbalanced input sets :attr:`Lexer.balanced` to False.
+raising; unbalanced input sets :attr:`Lexer.balanced` to False. With
+``max_items`` it stops after that many items and sets :attr:`Lexer.truncated`
+(the analysis budget). Work is linear in the input length.
 :func:`find_substitutions` extracts ``$(...)``/backtick scripts from text that
 bash expands without splitting (``${...}``, unquoted here-document bodies).
 """
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-from registry.approval.syntax import Redirect, Word
+from registry.approval.shell.escapes import decode_ansi_c
+from registry.approval.shell.syntax import Redirect, Word
 
 __all__ = ["Lexer", "find_substitutions"]
 
@@ -23,31 +26,34 @@ _OP_START = frozenset(";&|()<>")
 # A run of characters that need no special handling inside an unquoted word.
 _PLAIN_RUN_RE = re.compile(r"[^\s;&|()<>\\'\"$`]+")
 _FD_PREFIX_RE = re.compile(r"\d{1,3}(?=[<>])")
-_C_ESCAPES = {
-    "n": "\n",
-    "t": "\t",
-    "r": "\r",
-    "a": "\a",
-    "b": "\b",
-    "f": "\f",
-    "v": "\v",
-    "e": "\x1b",
-    "E": "\x1b",
-    "\\": "\\",
-    "'": "'",
-    '"': '"',
-    "?": "?",
-}
+# "NAME=" or "NAME+=" right before "(": an array assignment, "a=(x y)".
+# The characters each skip routine must look at; everything between is jumped over.
+_DOUBLE_SPECIAL = re.compile(r'[\\"`]|\$\(')
+_BACKTICK_SPECIAL = re.compile(r"[\\`]")
+_PAREN_SPECIAL = re.compile(r"[\\'\"`()]")
+_BRACE_SPECIAL = re.compile(r"[\\'\"{}]|\$\(")
+_ARRAY_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=$")
+# What may follow "$" for bash to expand it.
+_EXPANDS_AFTER_DOLLAR = frozenset("{(_@*#?$!-0123456789") | frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
 
 
 class Lexer:
     """Single-pass lexer producing words, operators and redirections."""
 
-    def __init__(self, src: str) -> None:
+    def __init__(self, src: str, max_items: int | None = None) -> None:
         self.s = src
         self.n = len(src)
         self.i = 0
         self.balanced = True
+        self.truncated = False
+        self.heredoc_open = False
+        self.max_items = max_items
+        # Per word being read: did it hold an expansion outside / inside double quotes?
+        self._bare = False
+        self._in_dq = False
+        self._quoted_dollar = False
         # Each item: ("word", Word) | ("op", str) | ("redir", Redirect)
         self.items: list[tuple[str, object]] = []
         self._pending_heredocs: list[tuple[Redirect, str, bool, bool]] = []
@@ -64,39 +70,52 @@ class Lexer:
     def _skip_double(self, j: int) -> int:
         """Return the index after the closing ``"``, honouring nested ``$(``."""
         s, n = self.s, self.n
-        while j < n:
+        while True:
+            m = _DOUBLE_SPECIAL.search(s, j)
+            if m is None:
+                break
+            j = m.start()
             c = s[j]
             if c == "\\":
                 j += 2
             elif c == '"':
                 return j + 1
-            elif c == "$" and s.startswith("$(", j):
-                j = self._skip_paren(j + 2)
             elif c == "`":
                 j = self._skip_backtick(j + 1)
-            else:
-                j += 1
+            else:  # "$("
+                j = self._skip_paren(j + 2)
         self.balanced = False
         return n
 
     def _skip_backtick(self, j: int) -> int:
         s, n = self.s, self.n
-        while j < n:
-            c = s[j]
-            if c == "\\":
-                j += 2
-            elif c == "`":
+        while True:
+            m = _BACKTICK_SPECIAL.search(s, j)
+            if m is None:
+                break
+            j = m.start()
+            if s[j] == "`":
                 return j + 1
-            else:
-                j += 1
+            j += 2
         self.balanced = False
         return n
 
     def _skip_paren(self, j: int) -> int:
         """Return the index after the ``)`` matching an already-consumed ``(``."""
+        return self._skip_group(j, _PAREN_SPECIAL, "(", ")")
+
+    def _skip_brace(self, j: int) -> int:
+        """Return the index after the ``}`` matching an already-consumed ``{``."""
+        return self._skip_group(j, _BRACE_SPECIAL, "{", "}")
+
+    def _skip_group(self, j: int, special: re.Pattern[str], opener: str, closer: str) -> int:
         s, n = self.s, self.n
         depth = 1
-        while j < n:
+        while True:
+            m = special.search(s, j)
+            if m is None:
+                break
+            j = m.start()
             c = s[j]
             if c == "\\":
                 j += 2
@@ -106,42 +125,16 @@ class Lexer:
                 j = self._skip_double(j + 1)
             elif c == "`":
                 j = self._skip_backtick(j + 1)
-            elif c == "(":
+            elif c == opener:
                 depth += 1
                 j += 1
-            elif c == ")":
+            elif c == closer:
                 depth -= 1
                 j += 1
                 if depth == 0:
                     return j
-            else:
-                j += 1
-        self.balanced = False
-        return n
-
-    def _skip_brace(self, j: int) -> int:
-        s, n = self.s, self.n
-        depth = 1
-        while j < n:
-            c = s[j]
-            if c == "\\":
-                j += 2
-            elif c == "'":
-                j = self._skip_single(j + 1)
-            elif c == '"':
-                j = self._skip_double(j + 1)
-            elif c == "{":
-                depth += 1
-                j += 1
-            elif c == "}":
-                depth -= 1
-                j += 1
-                if depth == 0:
-                    return j
-            elif c == "$" and s.startswith("$(", j):
+            else:  # "$(" inside ${...}
                 j = self._skip_paren(j + 2)
-            else:
-                j += 1
         self.balanced = False
         return n
 
@@ -149,6 +142,11 @@ class Lexer:
     def _dollar(self, j: int, out: list[str], subs: list[str]) -> int:
         """Handle ``$`` at j (unquoted or in double quotes); return new index."""
         s = self.s
+        if s[j + 1 : j + 2] in _EXPANDS_AFTER_DOLLAR:
+            if self._in_dq:
+                self._quoted_dollar = True
+            else:
+                self._bare = True
         if s.startswith("$(", j):
             end = self._skip_paren(j + 2)
             inner_end = end - 1 if end <= self.n and s[end - 1 : end] == ")" else end
@@ -165,6 +163,10 @@ class Lexer:
         return j + 1
 
     def _backtick(self, j: int, out: list[str], subs: list[str]) -> int:
+        if self._in_dq:
+            self._quoted_dollar = True
+        else:
+            self._bare = True
         end = self._skip_backtick(j + 1)
         inner = self.s[j + 1 : end - 1 if self.s[end - 1 : end] == "`" else end]
         subs.append(inner.replace("\\`", "`").replace("\\\\", "\\").replace("\\$", "$"))
@@ -173,34 +175,11 @@ class Lexer:
 
     def _ansi_c(self, j: int, out: list[str]) -> int:
         """Decode ``$'...'`` starting after the opening quote; return new index."""
-        s, n = self.s, self.n
-        while j < n:
-            c = s[j]
-            if c == "'":
-                return j + 1
-            if c == "\\" and j + 1 < n:
-                e = s[j + 1]
-                if e in _C_ESCAPES:
-                    out.append(_C_ESCAPES[e])
-                    j += 2
-                    continue
-                m = re.match(
-                    r"x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})",
-                    s[j + 1 : j + 10],
-                )
-                if m:
-                    digits = m.group(1) or m.group(2) or m.group(3)
-                    code = int(digits, 16) if digits else int(m.group(4), 8)
-                    out.append(chr(code) if code < 0x110000 else "")
-                    j += 1 + m.end()
-                    continue
-                out.append(e)
-                j += 2
-                continue
-            out.append(c)
-            j += 1
-        self.balanced = False
-        return n
+        text, end, closed = decode_ansi_c(self.s, j)
+        out.append(text)
+        if not closed:
+            self.balanced = False
+        return end
 
     def read_word(self) -> Word:
         s, n = self.s, self.n
@@ -209,6 +188,7 @@ class Lexer:
         out: list[str] = []
         subs: list[str] = []
         quoted = False
+        self._bare = self._quoted_dollar = self._in_dq = False
         # Process substitution: <(...) or >(...) as a whole word.
         if s.startswith("<(", j) or s.startswith(">(", j):
             end = self._skip_paren(j + 2)
@@ -223,6 +203,11 @@ class Lexer:
                 if j >= n:
                     break
             c = s[j]
+            if c == "(" and _ARRAY_ASSIGN_RE.match(s[start:j]):
+                end = self._skip_paren(j + 1)  # a=(x y): the list is part of the word
+                out.append(s[j:end])
+                j = end
+                continue
             if c in _META:
                 break
             if c == "\\":
@@ -253,9 +238,18 @@ class Lexer:
                 out.append(c)
                 j += 1
         self.i = j
-        return Word("".join(out), s[start:j], quoted, subs)
+        return Word(
+            "".join(out), s[start:j], quoted, subs, self._bare, self._quoted_dollar
+        )
 
     def _read_double(self, j: int, out: list[str], subs: list[str]) -> int:
+        self._in_dq = True
+        try:
+            return self._read_double_body(j, out, subs)
+        finally:
+            self._in_dq = False
+
+    def _read_double_body(self, j: int, out: list[str], subs: list[str]) -> int:
         s, n = self.s, self.n
         while j < n:
             c = s[j]
@@ -284,14 +278,18 @@ class Lexer:
         s = self.s
         for redir, delim, strip_tabs, expand in self._pending_heredocs:
             lines: list[str] = []
+            closed = False
             while self.i < self.n:
                 nl = s.find("\n", self.i)
                 line = s[self.i :] if nl < 0 else s[self.i : nl]
                 self.i = self.n if nl < 0 else nl + 1
                 check = line.lstrip("\t") if strip_tabs else line
                 if check == delim:
+                    closed = True
                     break
                 lines.append(check)
+            if not closed:
+                self.heredoc_open = True
             redir.body = "\n".join(lines)
             if expand:
                 redir.subs.extend(find_substitutions(redir.body))
@@ -300,7 +298,11 @@ class Lexer:
     # -- main loop --------------------------------------------------------
     def run(self) -> None:
         s, n = self.s, self.n
+        limit = self.max_items
         while self.i < n:
+            if limit is not None and len(self.items) >= limit:
+                self.truncated = True
+                return
             c = s[self.i]
             if c in " \t":
                 self.i += 1
@@ -338,6 +340,8 @@ class Lexer:
                 self.i += len(op)
                 continue
             self.items.append(("word", self.read_word()))
+        if self._pending_heredocs:
+            self.heredoc_open = True  # "cat <<EOF" with nothing after it
 
     def _redirect(self, op: str, fd: str | None) -> None:
         while self.i < self.n and self.s[self.i] in " \t":

@@ -4,7 +4,8 @@ Contract: :data:`FLAT_PATTERNS` are ``(key, regex, description)`` applied by the
 detector to the normalised, quote-spliced text only when quotes or
 substitutions do not balance (bash would reject such input, but a broken
 command that still names a dangerous operation asks for approval rather than
-slipping through). Keys are the structural matchers' keys.
+slipping through). Keys are the structural matchers' keys. Every repetition is
+bounded so the scan stays linear in the text length.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ __all__ = ["FLAT_PATTERNS"]
 _FLAT = [
     (
         "recursive_delete",
-        r"\brm\s+(?:-[\w-]*\s+)*-[a-zA-Z]*[rR]|\brm\s+.*--recursive|\b(?:del|rd|rmdir)\s+.*?/s\b|remove-item\s+.*-r",
+        r"\brm\s+(?:-[\w-]*\s+)*-[a-zA-Z]*[rR]|\brm\s+[^\n;&|]{0,256}--recursive|\b(?:del|rd|rmdir)\s+[^\n;&|]{0,256}?/s\b|remove-item\s+[^\n;&|]{0,256}-r",
         "recursive delete",
     ),
     (
@@ -31,7 +32,11 @@ _FLAT = [
     ),
     ("sql_drop", r"\bdrop\s+(?:table|database|schema)\b", "SQL DROP (tables, databases, schemas)"),
     ("sql_truncate", r"\btruncate\s+table\b", "SQL TRUNCATE"),
-    ("sql_delete_without_where", r"\bdelete\s+from\b(?!.*\bwhere\b)", "SQL DELETE without WHERE"),
+    (
+        "sql_delete_without_where",
+        r"\bdelete\s+from\b(?![^;]{0,2000}\bwhere\b)",
+        "SQL DELETE without WHERE",
+    ),
     (
         "system_config_overwrite",
         r">\s*/etc/|\btee\s+(?:-a\s+)?/etc/",
@@ -39,33 +44,29 @@ _FLAT = [
     ),
     (
         "service_stop",
-        r"\b(?:systemctl|service)\s+.*\b(?:stop|restart|disable|mask)\b",
+        r"\b(?:systemctl|service)\s+[^\n;&|]{0,256}\b(?:stop|restart|disable|mask)\b",
         "stop, restart or disable a service",
     ),
     ("kill_all_processes", r"\bkill\s+(?:-\w+\s+)*-1\b", "kill every process (kill -1)"),
-    ("mass_kill", r"\b(?:killall|pkill)\b", "kill processes by name (killall/pkill)"),
+    ("mass_kill", r"\bkillall5\b", "kill every process (killall5)"),
     ("fork_bomb", r":\s*\(\s*\)\s*\{", "fork bomb"),
     (
         "remote_code_exec",
-        r"\b(?:curl|wget)\b.*\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b|<\(\s*(?:curl|wget)",
+        r"\b(?:curl|wget)\b[^\n;&|]{0,256}\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b|<\(\s*(?:curl|wget)",
         "run remote content in a shell (curl | sh, bash <(curl ...))",
     ),
     (
         "decoded_code_exec",
-        r"\b(?:base64\s+(?:-d|--decode)|xxd\s+-r|openssl\s+.*-d)\b.*\|\s*(?:ba|z|da|k)?sh\b",
+        r"\b(?:base64\s+(?:-d|--decode)|xxd\s+-r|openssl\s+[^\n;&|]{0,256}-d)\b[^\n;&|]{0,256}\|\s*(?:ba|z|da|k)?sh\b",
         "run decoded content in a shell (base64 -d | sh)",
     ),
-    ("xargs_rm", r"\bxargs\s+.*\brm\b", "delete files listed on stdin (xargs rm)"),
-    ("find_delete", r"\bfind\b.*\s-delete\b", "delete files found by find (-delete)"),
+    ("xargs_rm", r"\bxargs\s+[^\n;&|]{0,256}\brm\b", "delete files listed on stdin (xargs rm)"),
+    ("find_delete", r"\bfind\b[^\n;&|]{0,256}\s-delete\b", "delete files found by find (-delete)"),
+    ("git_reset_hard", r"\bgit\s+[^\n;&|]{0,256}\breset\s+--hard\b", "git reset --hard"),
     (
-        "package_uninstall",
-        r"\b(?:apt|apt-get|yum|dnf|brew|npm|pip3?)\s+(?:remove|purge|uninstall)\b",
-        "uninstall packages",
-    ),
-    (
-        "container_lifecycle",
-        r"\bdocker(?:-compose|\s+compose)?\s+(?:stop|kill|down|restart|rm)\b",
-        "stop, kill or remove containers",
+        "git_force_push",
+        r"\bgit\s+[^\n;&|]{0,256}\bpush\b[^\n;&|]{0,256}\s(?:-f|--force)\b",
+        "git force push",
     ),
     (
         "cloud_metadata",
@@ -79,7 +80,7 @@ _FLAT = [
     ),
     (
         "powershell_encoded",
-        r"\b(?:powershell|pwsh)(?:\.exe)?\s+.*-e(?:nc\w*|c)?\s",
+        r"\b(?:powershell|pwsh)(?:\.exe)?\s+[^\n;&|]{0,256}-e(?:nc\w*|c)?\s",
         "PowerShell encoded command",
     ),
 ]
