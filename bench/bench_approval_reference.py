@@ -202,9 +202,7 @@ def extract(path: Path) -> tuple[list[Case], int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
             found = list(_cases_in(node, f"{path.name}::{node.name}"))
-            calls = any(
-                isinstance(n, ast.Call) and _detector(n) for n in ast.walk(node)
-            )
+            calls = any(isinstance(n, ast.Call) and _detector(n) for n in ast.walk(node))
             if calls and not found:
                 skipped += 1
             cases.extend(found)

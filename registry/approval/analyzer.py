@@ -203,10 +203,13 @@ class Analyzer:
         return cmds
 
     def match(self, cmd: Cmd) -> None:
+        name = cmd.name
         for p in HARDLINE_PATTERNS:
-            if p.match(cmd):
+            if (p.names is None or name in p.names) and p.match(cmd):
                 self.add(p.key, p.description, True)
         for p in DANGEROUS_PATTERNS:
+            if p.names is not None and name not in p.names:
+                continue
             if p.match(cmd):
                 self.add(p.key, p.description, False)
             elif p.routine is not None and p.key not in self.notices and p.routine(cmd):

@@ -22,13 +22,16 @@ class Pattern(NamedTuple):
     ``routine`` (optional) matches the everyday forms of the same family that
     need no approval (``rm -rf node_modules`` for ``recursive_delete``); the
     detector reports them as notices, so a ``command_denylist`` entry naming
-    the key still blocks them.
+    the key still blocks them. ``names`` (optional) lists every program name
+    ``match`` and ``routine`` can accept: the detector skips the rule for
+    other programs without calling it.
     """
 
     key: str
     match: Callable[[Cmd], bool]
     description: str
     routine: Callable[[Cmd], bool] | None = None
+    names: frozenset[str] | None = None
 
 
 def recursive_flag(cmd: Cmd) -> bool:

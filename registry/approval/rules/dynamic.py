@@ -63,7 +63,7 @@ DYNAMIC_PATTERNS: list[Pattern] = [
     Pattern(
         "dynamic_command",
         _dynamic_command,
-        "the program or script to run cannot be determined ($X args, eval \"$X\", sh -c \"$X\")",
+        'the program or script to run cannot be determined ($X args, eval "$X", sh -c "$X")',
     ),
     Pattern(
         "dynamic_arguments",

@@ -31,6 +31,7 @@ _SYMBOLIC_RE = re.compile(r"^[ugoa]*[-+=][rwxXstugo]*$")
 _CLAUSE_RE = re.compile(r"^([ugoa]*)([-+=])([rwxXstugo]*)$")
 _HARMLESS_SINKS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/")
 _NO_OUTPUT = frozenset({":", "true", "false", ""})
+_CHMOD = frozenset({"chmod"})
 _RAW_READERS = frozenset({"dd", "cat", "cp", "pv", "head", "tail", "xxd", "od", "strings", "gzip"})
 
 
@@ -158,9 +159,10 @@ def _recursive_chown_root(cmd: Cmd) -> bool:
     if not ops:
         return False
     owner = ops[0].lower()
-    rootish = owner not in ("", ":") and re.match(
-        r"^(?:root|0)?(?:[:.](?:root|wheel|0))?$", owner
-    ) is not None
+    rootish = (
+        owner not in ("", ":")
+        and re.match(r"^(?:root|0)?(?:[:.](?:root|wheel|0))?$", owner) is not None
+    )
     return rootish or any(is_system_path(o) or is_hardline_delete_target(o) for o in ops[1:])
 
 
@@ -191,26 +193,54 @@ def _archive_remove_files(cmd: Cmd) -> bool:
 
 DAMAGE_PATTERNS: list[Pattern] = [
     Pattern("file_truncate", _truncate, "truncate a file to nothing (> f, truncate -s 0)"),
-    Pattern("file_shred", _shred, "shred files (unrecoverable overwrite)"),
-    Pattern("dd_overwrite", _dd_overwrite, "overwrite a file with dd of="),
+    Pattern(
+        "file_shred",
+        _shred,
+        "shred files (unrecoverable overwrite)",
+        names=frozenset({"shred", "srm", "wipe", "scrub"}),
+    ),
+    Pattern("dd_overwrite", _dd_overwrite, "overwrite a file with dd of=", names=frozenset({"dd"})),
     Pattern("raw_device_read", _raw_device_read, "read a raw disk or memory device"),
     Pattern(
-        "world_writable_chmod", _world_writable_chmod, "make files world-writable (chmod 777/o+w)"
+        "world_writable_chmod",
+        _world_writable_chmod,
+        "make files world-writable (chmod 777/o+w)",
+        names=_CHMOD,
     ),
     Pattern(
-        "chmod_lockout", _chmod_lockout, "remove the owner's access recursively (chmod -R 000)"
+        "chmod_lockout",
+        _chmod_lockout,
+        "remove the owner's access recursively (chmod -R 000)",
+        names=_CHMOD,
     ),
     Pattern(
-        "recursive_chmod_system", _recursive_chmod_system, "recursive chmod of a system directory"
+        "recursive_chmod_system",
+        _recursive_chmod_system,
+        "recursive chmod of a system directory",
+        names=_CHMOD,
     ),
     Pattern(
         "recursive_chown_root",
         _recursive_chown_root,
         "recursive chown to root or of a system directory",
+        names=frozenset({"chown", "chgrp"}),
     ),
-    Pattern("move_system_dir", _move_system_dir, "move a system or home directory away"),
-    Pattern("rsync_delete", _rsync_delete, "rsync that deletes files (--delete)"),
     Pattern(
-        "archive_remove_files", _archive_remove_files, "archive and delete the originals"
+        "move_system_dir",
+        _move_system_dir,
+        "move a system or home directory away",
+        names=frozenset({"mv"}),
+    ),
+    Pattern(
+        "rsync_delete",
+        _rsync_delete,
+        "rsync that deletes files (--delete)",
+        names=frozenset({"rsync"}),
+    ),
+    Pattern(
+        "archive_remove_files",
+        _archive_remove_files,
+        "archive and delete the originals",
+        names=frozenset({"tar", "bsdtar", "gtar", "zip", "7z", "7za", "7zz", "rar"}),
     ),
 ]

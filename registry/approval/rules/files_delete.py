@@ -120,11 +120,7 @@ def _find_restricted(cmd: Cmd) -> bool:
     starts = find_starts(cmd)
     if starts and all(is_scratch(s) for s in starts):
         return True
-    names = [
-        cmd.args[i + 1]
-        for i, a in enumerate(cmd.args[:-1])
-        if a in _FIND_NAME_PREDICATES
-    ]
+    names = [cmd.args[i + 1] for i, a in enumerate(cmd.args[:-1]) if a in _FIND_NAME_PREDICATES]
     if any(a in _FIND_OPAQUE_PREDICATES for a in cmd.args):
         return False
     return bool(names) and all(is_artifact_pattern(n) for n in names)
@@ -139,9 +135,7 @@ def _find_delete(cmd: Cmd) -> bool:
 
 
 def _any_find_exec_rm(cmd: Cmd) -> bool:
-    return cmd.name == "find" and any(
-        resolve_names(c) in RM_NAMES for c in find_exec_commands(cmd)
-    )
+    return cmd.name == "find" and any(resolve_names(c) in RM_NAMES for c in find_exec_commands(cmd))
 
 
 def _find_exec_rm(cmd: Cmd) -> bool:
@@ -160,18 +154,40 @@ def _xargs_rm(cmd: Cmd) -> bool:
 
 
 DELETE_PATTERNS: list[Pattern] = [
-    Pattern("system_path_delete", _system_path_delete, "delete files in a system directory"),
+    Pattern(
+        "system_path_delete",
+        _system_path_delete,
+        "delete files in a system directory",
+        names=RM_NAMES,
+    ),
     Pattern("recursive_delete", _recursive_delete, "recursive delete", _any_recursive_delete),
     Pattern(
         "glob_delete",
         _glob_delete,
         "delete every file a glob matches (rm src/*)",
         lambda cmd: bool(_globs(cmd)),
+        frozenset({"rm", "shred", "srm"}),
     ),
-    Pattern("file_unlink", _unlink, "delete a file with unlink"),
-    Pattern("xargs_rm", _xargs_rm, "delete files listed on stdin (xargs rm)", _any_xargs_rm),
+    Pattern("file_unlink", _unlink, "delete a file with unlink", names=frozenset({"unlink"})),
     Pattern(
-        "find_exec_rm", _find_exec_rm, "delete files found by find (-exec rm)", _any_find_exec_rm
+        "xargs_rm",
+        _xargs_rm,
+        "delete files listed on stdin (xargs rm)",
+        _any_xargs_rm,
+        frozenset({"xargs"}),
     ),
-    Pattern("find_delete", _find_delete, "delete files found by find (-delete)", _any_find_delete),
+    Pattern(
+        "find_exec_rm",
+        _find_exec_rm,
+        "delete files found by find (-exec rm)",
+        _any_find_exec_rm,
+        frozenset({"find"}),
+    ),
+    Pattern(
+        "find_delete",
+        _find_delete,
+        "delete files found by find (-delete)",
+        _any_find_delete,
+        frozenset({"find"}),
+    ),
 ]

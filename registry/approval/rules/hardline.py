@@ -44,6 +44,11 @@ _DEVICE_WRITERS = word_set(
     tee shred blkdiscard ddrescue cp mv install pv sg_format badblocks
     """
 )
+_PARTITION_TOOLS = word_set(
+    """
+    wipefs blkdiscard sgdisk gdisk parted sfdisk hdparm nvme cryptsetup mdadm zpool dmsetup
+    """
+)
 _SHUTDOWN_NAMES = word_set(
     """
     shutdown reboot poweroff halt stop-computer restart-computer openrc-shutdown kexec
@@ -232,6 +237,7 @@ HARDLINE_PATTERNS: list[Pattern] = [
         "wipe_partition_table",
         _wipe_partition_table,
         "wipe a partition table or a disk's signatures (sgdisk --zap-all, wipefs, blkdiscard)",
+        names=_PARTITION_TOOLS,
     ),
     Pattern("block_device_write", writes_block_device, "write to a raw block device"),
     Pattern("kill_all_processes", _kill_all, "kill every process (kill -1)"),

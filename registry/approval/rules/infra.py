@@ -26,6 +26,12 @@ _IAC = frozenset({"terraform", "tofu", "terragrunt", "terramate", "tf"})
 _DELETE_VERB_PREFIXES = ("delete", "terminate", "remove", "purge", "deregister", "destroy")
 _GENERIC_CLOUD = frozenset({"gcloud", "az", "doctl", "hcloud", "linode-cli", "vultr-cli", "exo",
                             "scw", "oci", "ibmcloud", "aliyun", "civo", "upcloud"})  # fmt: skip
+_IAC_TOOLS = word_set(
+    """
+    pulumi cdk cdktf serverless sls sam copilot eksctl kind minikube k3d fly flyctl heroku
+    vercel
+    """
+)
 _OBJECT_STORES = frozenset({"gsutil", "rclone", "mc", "s3cmd", "azcopy", "b2"})
 
 
@@ -48,8 +54,9 @@ def _kubectl_delete(cmd: Cmd) -> bool:
 
 
 def _helm_uninstall(cmd: Cmd) -> bool:
-    return cmd.name == "helm" and subcommand(cmd.args, frozenset("n"), frozenset(
-        {"namespace", "kube-context", "kubeconfig"}))[1] in ("uninstall", "delete", "del", "un")
+    return cmd.name == "helm" and subcommand(
+        cmd.args, frozenset("n"), frozenset({"namespace", "kube-context", "kubeconfig"})
+    )[1] in ("uninstall", "delete", "del", "un")
 
 
 def _iac_destroy(cmd: Cmd) -> bool:
@@ -146,17 +153,27 @@ INFRA_PATTERNS: list[Pattern] = [
         "kubectl_delete",
         _kubectl_delete,
         "delete, drain, scale to zero or force-replace Kubernetes objects",
+        names=_KUBECTL | {"microk8s"},
     ),
-    Pattern("helm_uninstall", _helm_uninstall, "uninstall a Helm release"),
-    Pattern("infra_destroy", _iac_destroy, "destroy infrastructure (terraform destroy)"),
+    Pattern(
+        "helm_uninstall", _helm_uninstall, "uninstall a Helm release", names=frozenset({"helm"})
+    ),
+    Pattern(
+        "infra_destroy",
+        _iac_destroy,
+        "destroy infrastructure (terraform destroy)",
+        names=_IAC | _IAC_TOOLS,
+    ),
     Pattern(
         "cloud_storage_delete",
         _cloud_storage_delete,
         "delete cloud storage objects or buckets (aws s3 rm, gsutil rm, az storage delete)",
+        names=_OBJECT_STORES | {"aws", "gcloud", "az"},
     ),
     Pattern(
         "cloud_resource_delete",
         _cloud_resource_delete,
         "delete or terminate cloud resources (instances, projects, resource groups)",
+        names=_GENERIC_CLOUD | {"aws"},
     ),
 ]

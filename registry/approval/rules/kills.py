@@ -73,8 +73,10 @@ def _selection(cmd: Cmd) -> str | None:
         if not patterns:
             return "mass" if {"u"} & flags else "named"
         regex = "r" in flags
-        return _classify(patterns, False, True, "I" in flags) if regex else _classify(
-            [re.escape(p) for p in patterns], False, True, "I" in flags
+        return (
+            _classify(patterns, False, True, "I" in flags)
+            if regex
+            else _classify([re.escape(p) for p in patterns], False, True, "I" in flags)
         )
     if name == "pidof":
         return _classify([re.escape(p) for p in operands(args)], False, True, False)
@@ -144,10 +146,36 @@ KILL_PATTERNS: list[Pattern] = [
         _mass_kill,
         "kill every process or a whole user's (killall5, kill 1, pkill -u USER, pkill .)",
         _any_named_kill,
+        names=frozenset(
+            {
+                "killall5",
+                "slay",
+                "kill",
+                "taskkill",
+                "stop-process",
+                "pkill",
+                "killall",
+                "skill",
+                "snice",
+                "pidof",
+            }
+        ),
     ),
     Pattern(
         "worker_self_kill",
         _worker_self_kill,
         "kill or stop the worker's own processes (sbx worker, its Celery pool or broker)",
+        names=frozenset(
+            {
+                "kill",
+                "rabbitmqctl",
+                "rabbitmq-server",
+                "celery",
+                "pkill",
+                "killall",
+                "skill",
+                "snice",
+            }
+        ),
     ),
 ]

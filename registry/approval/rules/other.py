@@ -28,6 +28,10 @@ _HISTORY_FILES = word_set(
 )
 _IPTABLES = frozenset({"iptables", "ip6tables", "iptables-legacy", "ip6tables-legacy",
                        "iptables-nft", "ebtables", "arptables"})  # fmt: skip
+_FIREWALLS = frozenset({"nft", "ufw", "firewall-cmd", "pfctl", "netsh", "set-netfirewallprofile",
+                        "setenforce", "aa-teardown"})  # fmt: skip
+_ACCOUNTS = frozenset({"userdel", "deluser", "delgroup", "groupdel", "remove-localuser", "passwd",
+                       "usermod", "chpasswd", "chage", "pw", "dscl", "net"})  # fmt: skip
 _PUBLISHERS: dict[str, frozenset[str]] = {
     "npm": frozenset({"publish", "unpublish", "deprecate"}),
     "yarn": frozenset({"publish"}),
@@ -115,8 +119,10 @@ def _account_destroy(cmd: Cmd) -> bool:
         return subcommand(args)[1] in ("userdel", "groupdel")
     if name == "dscl":
         return any(a.lower() == "-delete" for a in args)
-    return name == "net" and "user" in (a.lower() for a in args) and any(
-        a.lower() == "/delete" for a in args
+    return (
+        name == "net"
+        and "user" in (a.lower() for a in args)
+        and any(a.lower() == "/delete" for a in args)
     )
 
 
@@ -167,15 +173,26 @@ def _package_publish(cmd: Cmd) -> bool:
 OTHER_PATTERNS: list[Pattern] = [
     Pattern("cloud_metadata", _cloud_metadata, "read a cloud instance-metadata endpoint"),
     Pattern(
-        "powershell_encoded", _powershell_encoded, "PowerShell encoded command (-EncodedCommand)"
+        "powershell_encoded",
+        _powershell_encoded,
+        "PowerShell encoded command (-EncodedCommand)",
+        names=frozenset({"powershell", "pwsh", "powershell_ise"}),
     ),
-    Pattern("crontab_remove", _crontab, "remove or replace the user's crontab"),
+    Pattern(
+        "crontab_remove",
+        _crontab,
+        "remove or replace the user's crontab",
+        names=frozenset({"crontab"}),
+    ),
     Pattern(
         "firewall_disable",
         _firewall_disable,
         "flush or disable the firewall or mandatory access control",
+        names=_IPTABLES | _FIREWALLS,
     ),
-    Pattern("account_destroy", _account_destroy, "delete accounts or their passwords"),
+    Pattern(
+        "account_destroy", _account_destroy, "delete accounts or their passwords", names=_ACCOUNTS
+    ),
     Pattern("history_destroy", _history_destroy, "destroy or disable shell history"),
     Pattern("package_publish", _package_publish, "publish to a package registry (irreversible)"),
 ]

@@ -294,5 +294,6 @@ SYSTEM_PATTERNS: list[Pattern] = [
         _container_lifecycle,
         "remove container data, or containers it does not name (volume rm, prune, down -v)",
         _any_container_lifecycle,
+        names=_ENGINES | _COMPOSE,
     ),
 ]

@@ -21,6 +21,7 @@ from registry.approval.shell.resolve import Cmd
 
 __all__ = ["VCS_PATTERNS"]
 
+_GIT = frozenset({"git"})
 _WHOLE_TREE = frozenset({".", ":/", "*", ":(top)", ":/*", "./", "-A", "--all"})
 
 
@@ -110,22 +111,43 @@ def _config_exec(cmd: Cmd) -> bool:
 
 
 VCS_PATTERNS: list[Pattern] = [
-    Pattern("git_reset_hard", _reset_hard, "git reset --hard (discards uncommitted changes)"),
-    Pattern("git_force_push", _force_push, "git force push (rewrites remote history)"),
-    Pattern("git_remote_delete", _remote_delete, "delete remote branches (git push --delete)"),
-    Pattern("git_clean", _clean, "git clean (deletes untracked files)"),
-    Pattern("git_branch_force_delete", _branch_force_delete, "force-delete a git branch"),
+    Pattern(
+        "git_reset_hard", _reset_hard, "git reset --hard (discards uncommitted changes)", names=_GIT
+    ),
+    Pattern("git_force_push", _force_push, "git force push (rewrites remote history)", names=_GIT),
+    Pattern(
+        "git_remote_delete",
+        _remote_delete,
+        "delete remote branches (git push --delete)",
+        names=_GIT,
+    ),
+    Pattern("git_clean", _clean, "git clean (deletes untracked files)", names=_GIT),
+    Pattern(
+        "git_branch_force_delete", _branch_force_delete, "force-delete a git branch", names=_GIT
+    ),
     Pattern(
         "git_discard_worktree",
         _discard_worktree,
         "discard uncommitted changes (git checkout -- ., git restore .)",
+        names=_GIT,
     ),
-    Pattern("git_stash_drop", _stash_drop, "drop git stashes"),
-    Pattern("git_history_prune", _history_prune, "expire reflogs or prune unreachable commits"),
-    Pattern("git_history_rewrite", _history_rewrite, "rewrite git history (filter-branch)"),
+    Pattern("git_stash_drop", _stash_drop, "drop git stashes", names=_GIT),
+    Pattern(
+        "git_history_prune",
+        _history_prune,
+        "expire reflogs or prune unreachable commits",
+        names=_GIT,
+    ),
+    Pattern(
+        "git_history_rewrite",
+        _history_rewrite,
+        "rewrite git history (filter-branch)",
+        names=frozenset({"git", "bfg", "java", "git-filter-repo", "git-filter-branch"}),
+    ),
     Pattern(
         "git_config_exec",
         _config_exec,
         "make git run a program (-c core.sshCommand=..., alias !cmd, GIT_SSH_COMMAND)",
+        names=_GIT,
     ),
 ]

@@ -159,8 +159,15 @@ def write_targets(cmd: Cmd, *, include_copies: bool) -> list[tuple[str, bool]]:
     ``dd of=`` truncates. With ``include_copies`` also the destination of
     ``cp``/``mv``/``install``/``rsync`` (not with ``-n``/``--no-clobber``) and
     ``ln -f``, files edited in place by ``sed -i``/``perl -i``/``ruby -i`` and
-    operands of ``truncate``.
+    operands of ``truncate``. The result is memoised on ``cmd``: callers must not change it.
     """
+    memo = cmd.writes_memo.get(include_copies)
+    if memo is None:
+        memo = cmd.writes_memo[include_copies] = _write_targets(cmd, include_copies)
+    return memo
+
+
+def _write_targets(cmd: Cmd, include_copies: bool) -> list[tuple[str, bool]]:
     out = [(r.target.text, r.truncates) for r in cmd.redirects if r.writes]
     name, args = cmd.name, cmd.args
     if name == "tee":

@@ -122,7 +122,7 @@ def _content(cmd: Cmd) -> Written:
     """What ``cmd`` writes to its stdout, as far as it can be known."""
     if cmd.name in FETCHERS:
         return Written(None, "remote")
-    text = echo_output(cmd) if cmd.index == 0 else pipeline_output(cmd.pipeline[:cmd.index + 1])
+    text = echo_output(cmd) if cmd.index == 0 else pipeline_output(cmd.pipeline[: cmd.index + 1])
     return Written(text, "static") if text is not None else Written(None, "unknown")
 
 

@@ -30,6 +30,7 @@ _EXEC_ENV = frozenset({"GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_A
                        "GIT_PROXY_COMMAND", "GIT_EXEC_PATH"})  # fmt: skip
 _PLAIN_PROGRAMS = re.compile(r"^(?:cat|less(?: -\w+)*|more|true|vi|vim|nano|emacs|code --wait|:)$")
 
+
 def git_subcommand(cmd: Cmd) -> tuple[str, list[str], list[str]]:
     """``(subcommand, its args, global options)`` of a git command (``("", [], [])`` if none)."""
     if cmd.name != "git":

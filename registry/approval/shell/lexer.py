@@ -238,9 +238,7 @@ class Lexer:
                 out.append(c)
                 j += 1
         self.i = j
-        return Word(
-            "".join(out), s[start:j], quoted, subs, self._bare, self._quoted_dollar
-        )
+        return Word("".join(out), s[start:j], quoted, subs, self._bare, self._quoted_dollar)
 
     def _read_double(self, j: int, out: list[str], subs: list[str]) -> int:
         self._in_dq = True

@@ -59,9 +59,7 @@ _CONTINUATION_RE = re.compile(r"(?<!\\)((?:\\\\)*)\\\r?\n")
 # $IFS in its common spellings, optionally followed by an (empty) positional
 # parameter used as a word terminator, e.g. ``cat$IFS$9/etc/passwd``.
 # Not right after "=": "X=$IFS" assigns the separators, which expansion handles.
-_IFS_RE = re.compile(
-    r"(?<!=)\$(?:\{IFS(?:[^}]*)\}|IFS(?![A-Za-z0-9_]))(?:\$[0-9]|\$\{[0-9]\})?"
-)
+_IFS_RE = re.compile(r"(?<!=)\$(?:\{IFS(?:[^}]*)\}|IFS(?![A-Za-z0-9_]))(?:\$[0-9]|\$\{[0-9]\})?")
 
 _NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
 

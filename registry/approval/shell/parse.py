@@ -76,6 +76,4 @@ def parse_script(src: str, max_items: int | None = None) -> Script:
             else:
                 flush_pipeline()
     flush_pipeline()
-    return Script(
-        pipelines, tokens, lex.balanced, lex.truncated, lex.heredoc_open, len(lex.items)
-    )
+    return Script(pipelines, tokens, lex.balanced, lex.truncated, lex.heredoc_open, len(lex.items))

@@ -107,8 +107,9 @@ class Cmd:
     index: int = 0
     cwd: str | None = None
     ctx: Context = field(default_factory=Context)
-    # Memo of inline_code(), which most matchers ask for: [] = not computed yet.
+    # Memos of inline_code() and write_targets(), which many matchers ask for.
     code_memo: list[str | None] = field(default_factory=list)
+    writes_memo: dict[bool, list[tuple[str, bool]]] = field(default_factory=dict)
 
     @property
     def args(self) -> list[str]:

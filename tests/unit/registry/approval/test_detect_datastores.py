@@ -86,7 +86,7 @@ DANGEROUS: list[tuple[str, str]] = [
 
 OBFUSCATED: list[tuple[str, str]] = [
     ("q='DROP TABLE users'; psql -c \"$q\"", "sql_drop"),
-    ("psql -c \"$(echo DROP TABLE users)\"", "sql_drop"),
+    ('psql -c "$(echo DROP TABLE users)"', "sql_drop"),
     ("echo RFJPUCBUQUJMRSB1c2Vycw== | base64 -d | psql", "sql_drop"),
     ("psql -c \"DR\"OP' TABLE users'", "sql_drop"),
     ("psql <<< \"$(printf 'DROP TABLE %s' users)\"", "sql_drop"),

@@ -45,11 +45,13 @@ DANGEROUS: list[tuple[str, str]] = [
     ("shred /etc/shadow", "system_path_delete"),
     ("python3 -c 'import shutil; shutil.rmtree(\"data\")'", "recursive_delete"),
     ("node -e \"require('fs').rmSync('src', {recursive: true})\"", "recursive_delete"),
-    ("ruby -e 'require \"fileutils\"; FileUtils.rm_rf(\"lib\")'", "recursive_delete"),
+    ('ruby -e \'require "fileutils"; FileUtils.rm_rf("lib")\'', "recursive_delete"),
     ("perl -MFile::Path -e 'remove_tree(\"data\")'", "recursive_delete"),
     ("python3 - <<'EOF'\nimport shutil\nshutil.rmtree('src')\nEOF", "recursive_delete"),
-    ("python3 -c 'import shutil; shutil.rmtree(\"build\"); shutil.rmtree(\"src\")'",
-     "recursive_delete"),
+    (
+        'python3 -c \'import shutil; shutil.rmtree("build"); shutil.rmtree("src")\'',
+        "recursive_delete",
+    ),
     # globbed deletes of a directory's contents
     ("rm src/*", "glob_delete"),
     ("rm -f *.db", "glob_delete"),

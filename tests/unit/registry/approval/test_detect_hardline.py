@@ -117,7 +117,7 @@ HARDLINE: list[tuple[str, str]] = [
     ("find ~ -exec rm -rf {} +", "delete_root"),
     ("python3 -c 'import shutil; shutil.rmtree(\"/\")'", "delete_root"),
     ("python3 -c \"import shutil; shutil.rmtree('/home/alice')\"", "delete_root"),
-    ("ruby -e 'require \"fileutils\"; FileUtils.rm_rf(\"/etc\")'", "delete_root"),
+    ('ruby -e \'require "fileutils"; FileUtils.rm_rf("/etc")\'', "delete_root"),
     ("$X -rf /", "dynamic_root_target"),
     ("${CMD} --recursive ~", "dynamic_root_target"),
     ("python3 -c 'import os; os.kill(-1, 9)'", "kill_all_processes"),

@@ -63,7 +63,7 @@ DANGEROUS: list[tuple[str, str]] = [
     ("pkill ''", "mass_kill"),
     ("killall -u dev", "mass_kill"),
     ("kill $(pgrep -f .)", "mass_kill"),
-    ("taskkill /F /FI \"STATUS eq RUNNING\"", "mass_kill"),
+    ('taskkill /F /FI "STATUS eq RUNNING"', "mass_kill"),
     ("Stop-Process -Name *", "mass_kill"),
     ("pkill -f 'sbx worker'", "worker_self_kill"),
     ("pkill -f celery", "worker_self_kill"),
