@@ -40,9 +40,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from registry.approval.config import ApprovalConfigSource, ApprovalSettings, JudgeSettings, Rules
+from registry.approval.decision import ApprovalDecision, Outcome
 from registry.approval.detect import PTY_UNMODELLED, Analysis, Finding, analyze_command
 from registry.approval.limits import CommandTooLong, command_bytes
 from registry.approval.pty import PtyLineBuffer
@@ -58,39 +57,8 @@ __all__ = ["ApprovalDecision", "ApprovalGuard", "Outcome"]
 
 log = logging.getLogger(__name__)
 
-Outcome = Literal["allow", "approval_required", "blocked"]
 Mode = Literal["manual", "smart", "off"]
 ApprovalStatus = Literal["pending", "approved", "denied", "expired", "unknown"]
-
-
-class ApprovalDecision(BaseModel):
-    """The verdict for one command (see :class:`ApprovalGuard`)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    outcome: Outcome
-    pattern_key: str | None = None
-    description: str | None = None
-    approval_id: str | None = None
-    reason: str | None = None
-
-    @property
-    def allowed(self) -> bool:
-        """True when the command may run now."""
-        return self.outcome == "allow"
-
-    def to_tool_result(self) -> dict[str, Any] | None:
-        """The model-facing refusal (CONTRACT.md ``terminal`` refusals), None when allowed."""
-        if self.outcome == "approval_required":
-            return {
-                "status": "approval_required",
-                "approval_id": self.approval_id,
-                "pattern_key": self.pattern_key,
-                "description": self.description,
-            }
-        if self.outcome == "blocked":
-            return {"status": "blocked", "error": self.reason or "command blocked"}
-        return None
 
 
 def _new_id() -> str:

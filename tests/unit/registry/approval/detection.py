@@ -3,12 +3,15 @@
 Each family's test file lists ``DANGEROUS`` (command, key) pairs that need
 approval but are not hardline, ``HARDLINE`` pairs that must be blocked,
 ``OBFUSCATED`` pairs (either kind) and ``ALLOWED`` commands that must pass,
-and calls these helpers from parametrised tests.
+and builds its parametrised tests with :func:`dangerous_test`,
+:func:`detected_test` and :func:`allowed_test`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+
+import pytest
 
 from registry.approval import (
     ALL_PATTERN_KEYS,
@@ -52,3 +55,36 @@ def assert_allowed(command: str, env: Env = None) -> None:
     """``command`` needs no approval."""
     assert detect_dangerous_command(command, env=env) == (False, None, None), repr(command)
     assert detect_hardline_command(command, env=env) == (False, None), repr(command)
+
+
+Cases = list[tuple[str, str]]
+
+
+def dangerous_test(cases: Cases) -> Callable[[str, str], None]:
+    """A test over ``cases``: each needs approval for its key, none is hardline."""
+
+    @pytest.mark.parametrize(("command", "key"), cases)
+    def test(command: str, key: str) -> None:
+        assert_dangerous(command, key)
+
+    return test
+
+
+def detected_test(cases: Cases) -> Callable[[str, str], None]:
+    """A test over ``cases``: each is reported under its key (hardline or not)."""
+
+    @pytest.mark.parametrize(("command", "key"), cases)
+    def test(command: str, key: str) -> None:
+        assert_detected(command, key)
+
+    return test
+
+
+def allowed_test(commands: list[str]) -> Callable[[str], None]:
+    """A test over ``commands``: none needs approval."""
+
+    @pytest.mark.parametrize("command", commands)
+    def test(command: str) -> None:
+        assert_allowed(command)
+
+    return test

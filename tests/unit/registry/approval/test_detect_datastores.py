@@ -8,9 +8,7 @@ against an in-memory SQLite database need none.
 
 from __future__ import annotations
 
-import pytest
-
-from .detection import assert_allowed, assert_dangerous, assert_detected
+from .detection import allowed_test, dangerous_test, detected_test
 
 DANGEROUS: list[tuple[str, str]] = [
     # SQL on its own
@@ -124,16 +122,6 @@ ALLOWED: list[str] = [
 ]
 
 
-@pytest.mark.parametrize(("command", "key"), DANGEROUS)
-def test_dangerous(command: str, key: str) -> None:
-    assert_dangerous(command, key)
-
-
-@pytest.mark.parametrize(("command", "key"), OBFUSCATED)
-def test_obfuscated(command: str, key: str) -> None:
-    assert_detected(command, key)
-
-
-@pytest.mark.parametrize("command", ALLOWED)
-def test_allowed(command: str) -> None:
-    assert_allowed(command)
+test_dangerous = dangerous_test(DANGEROUS)
+test_obfuscated = detected_test(OBFUSCATED)
+test_allowed = allowed_test(ALLOWED)

@@ -6,9 +6,7 @@ Code the detector can read is judged by what it does; code it cannot read
 
 from __future__ import annotations
 
-import pytest
-
-from .detection import assert_allowed, assert_detected
+from .detection import allowed_test, detected_test
 
 DETECTED: list[tuple[str, str]] = [
     # remote content into an interpreter
@@ -171,11 +169,5 @@ ALLOWED: list[str] = [
 ]
 
 
-@pytest.mark.parametrize(("command", "key"), DETECTED)
-def test_detected(command: str, key: str) -> None:
-    assert_detected(command, key)
-
-
-@pytest.mark.parametrize("command", ALLOWED)
-def test_allowed(command: str) -> None:
-    assert_allowed(command)
+test_detected = detected_test(DETECTED)
+test_allowed = allowed_test(ALLOWED)

@@ -6,7 +6,7 @@ import pytest
 
 from registry.approval import detect_dangerous_command
 
-from .detection import assert_allowed, assert_dangerous
+from .detection import allowed_test, dangerous_test
 
 DANGEROUS: list[tuple[str, str]] = [
     # system configuration and login files
@@ -105,14 +105,8 @@ PROTECTED_WRITES: list[str] = [
 ]
 
 
-@pytest.mark.parametrize(("command", "key"), DANGEROUS)
-def test_dangerous(command: str, key: str) -> None:
-    assert_dangerous(command, key)
-
-
-@pytest.mark.parametrize("command", ALLOWED)
-def test_allowed(command: str) -> None:
-    assert_allowed(command)
+test_dangerous = dangerous_test(DANGEROUS)
+test_allowed = allowed_test(ALLOWED)
 
 
 @pytest.mark.parametrize("command", PROTECTED_WRITES)
