@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from registry.approval.rules.base import Pattern
 from registry.approval.shell.args import has_long, short_flags
-from registry.approval.shell.dataflow import inline_code, reads_script_from_stdin
+from registry.approval.shell.dataflow import inline_code, interpreter, reads_script_from_stdin
 from registry.approval.shell.names import DECODERS, FETCHERS, INTERPRETERS, SHELLS
 from registry.approval.shell.nested import awk_program, script_run_target, sed_program
 from registry.approval.shell.parse import parse_script
@@ -42,6 +42,21 @@ _AWK_DYNAMIC_RES = (
     re.compile(r"\|&\s*(?!\")"),
 )
 _SED_EXEC_RE = re.compile(r"(?:^|[;\n{}])\s*[0-9$,/!]*\s*e\b(?!\s*\S)|s(.).*?\1.*?\1[gpIiMm0-9]*e")
+# Calls that run a shell command or a program, per interpreter family.
+_RUN_CALLS = {
+    "python": r"os\.(?:system|popen|exec\w*|spawn\w*)|subprocess\.\w+|pty\.spawn"
+    r"|commands\.getoutput",
+    "node": r"(?:child_process|cp)\.\w+|execSync|spawnSync|execFileSync",
+    "ruby": r"Kernel\.(?:system|exec|spawn)|IO\.popen|Open3\.\w+|\bsystem|\bspawn|\bexec",
+    "perl": r"\bsystem|\bexec",
+    "php": r"shell_exec|passthru|proc_open|popen|\bsystem|\bexec",
+}
+_RUN_CALL_RES = {f: re.compile(r"(?:" + rx + r")\s*\(\s*") for f, rx in _RUN_CALLS.items()}
+_PERL_BARE_RE = re.compile(r"\b(?:system|exec)\s+(?=[$@])|`[^`]*\$[^`]*`|\bqx\s*[{(\[/][^})\]/]*\$")
+_LIT = r"""[rRbBuU]?(?:"(?:[^"\\$#]|\\.)*"|'(?:[^'\\]|\\.)*')"""
+_LITERAL_ARG_RE = re.compile(
+    r"(?:" + _LIT + r"|\[\s*(?:" + _LIT + r"\s*,\s*)*(?:" + _LIT + r")?\s*,?\s*\])\s*[,)]"
+)
 _MAX_KIND_DEPTH = 4
 _MAX_PARSED_KIND = 4096
 _FETCHER_WORD_RE = re.compile(
@@ -185,8 +200,22 @@ def _run_unseen_script(cmd: Cmd) -> bool:
     return _written_origin(cmd) == "unknown"
 
 
+def _code_runs_computed(code: str, family: str) -> bool:
+    """Inline code hands a command it computes (not a literal) to a shell or exec call."""
+    rx = _RUN_CALL_RES.get(family)
+    if rx is None:
+        return False
+    if family == "perl" and _PERL_BARE_RE.search(code):
+        return True
+    return any(not _LITERAL_ARG_RE.match(code, m.end()) for m in rx.finditer(code))
+
+
 def _computed_commands(cmd: Cmd) -> bool:
-    """An interpreter told to run commands computed from its input."""
+    """An interpreter told to run commands computed from its input or its own variables."""
+    code = inline_code(cmd)
+    family = interpreter(cmd.name)
+    if code is not None and family is not None and _code_runs_computed(code, family):
+        return True
     program = awk_program(cmd)
     if program is not None:
         return any(rx.search(program) for rx in _AWK_DYNAMIC_RES)

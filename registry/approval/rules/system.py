@@ -257,6 +257,56 @@ def _any_container_lifecycle(cmd: Cmd) -> bool:
     return verb in _NAMED_VERBS | _DATA_VERBS
 
 
+_HOST_SOURCES = word_set(
+    """
+    / /etc /root /home /proc /sys /dev /boot /usr /var/lib/docker /var/run/docker.sock
+    /run/docker.sock ~ $HOME
+    """
+)
+_ESCAPE_CAPS = ("SYS_ADMIN", "ALL", "SYS_PTRACE", "SYS_MODULE")
+
+
+def _mount_sources(args: list[str]) -> list[str]:
+    out: list[str] = []
+    for i, a in enumerate(args):
+        value = None
+        if a in ("-v", "--volume", "--mount") and i + 1 < len(args):
+            value = args[i + 1]
+        elif a.startswith(("--volume=", "--mount=")):
+            value = a.split("=", 1)[1]
+        elif a.startswith("-v") and len(a) > 2:
+            value = a[2:]
+        if value is None:
+            continue
+        if "source=" in value or "src=" in value:
+            for part in value.split(","):
+                key, _, v = part.partition("=")
+                if key in ("source", "src"):
+                    out.append(v)
+        else:
+            out.append(value.split(":", 1)[0])
+    return out
+
+
+def _container_escape(cmd: Cmd) -> bool:
+    if cmd.name not in _ENGINES:
+        return False
+    idx, verb = subcommand(cmd.args, _ENGINE_SHORT, _ENGINE_LONG)
+    rest = cmd.args[idx + 1 :]
+    if verb == "container" and rest[:1] in (["run"], ["create"]):
+        verb, rest = rest[0], rest[1:]
+    if verb not in ("run", "create"):
+        return False
+    if any(a in ("--privileged", "--pid=host", "--userns=host", "--ipc=host") for a in rest):
+        return True
+    if any(a.startswith("--cap-add") and a.split("=")[-1].upper() in _ESCAPE_CAPS for a in rest):
+        return True
+    caps = [rest[i + 1].upper() for i, a in enumerate(rest[:-1]) if a == "--cap-add"]
+    if any(c in _ESCAPE_CAPS for c in caps):
+        return True
+    return any(s.rstrip("/") in _HOST_SOURCES or s == "/" for s in _mount_sources(rest))
+
+
 def _container_lifecycle(cmd: Cmd) -> bool:
     name, args = cmd.name, cmd.args
     if name in _COMPOSE:
@@ -282,6 +332,12 @@ def _container_lifecycle(cmd: Cmd) -> bool:
 
 
 SYSTEM_PATTERNS: list[Pattern] = [
+    Pattern(
+        "container_escape",
+        _container_escape,
+        "run a container with access to the host (--privileged, -v /:/host, docker.sock)",
+        names=_ENGINES,
+    ),
     Pattern("service_stop", _service_stop, "stop, restart or disable a service"),
     Pattern(
         "package_uninstall",

@@ -22,7 +22,13 @@ import base64
 import binascii
 import re
 
-from registry.approval.shell.args import join_argv, operands, shell_c_script, subcommand
+from registry.approval.shell.args import (
+    join_argv,
+    operands,
+    shell_c_script,
+    subcommand,
+    word_set,
+)
 from registry.approval.shell.channels import (
     awk_program,
     channel_scripts,
@@ -59,6 +65,13 @@ __all__ = [
 _ENGINES = frozenset({"docker", "podman", "nerdctl", "finch"})
 _EXEC_SHORT = frozenset("euw")
 _EXEC_LONG = frozenset({"env", "env-file", "user", "workdir", "detach-keys"})
+# "docker run" options that take no value (every other option takes the next word).
+_RUN_FLAGS = word_set(
+    """
+    -d -i -t -P --rm --detach --interactive --tty --privileged --init --read-only
+    --publish-all --no-healthcheck --oom-kill-disable --sig-proxy --quiet -q
+    """
+)
 _SSH_ARG_OPTS = frozenset("BbcDEeFIiJLlmOopQRSWw")
 _LITERAL = r"""(?:[fFrRbBuU]{0,2})(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')"""
 _EXEC_CALL_RE = re.compile(
@@ -128,16 +141,40 @@ def _engine_exec(cmd: Cmd) -> list[str]:
     """Inner command of ``docker exec [opts] CONTAINER cmd...`` (also ``container exec``)."""
     idx, verb = subcommand(cmd.args, frozenset("Hc"), frozenset({"host", "context", "config"}))
     rest = cmd.args[idx + 1 :] if idx >= 0 else []
-    if verb == "container" and rest[:1] == ["exec"]:
-        verb, rest = "exec", rest[1:]
-    if verb != "exec":
-        return []  # "run" options are open-ended; the generic "sh -c" scan covers it
+    if verb == "container" and rest[:1] in (["exec"], ["run"]):
+        verb, rest = rest[0], rest[1:]
+    if verb not in ("exec", "run"):
+        return []
+    flags = _RUN_FLAGS if verb == "run" else frozenset()
     i = 0
     while i < len(rest) and rest[i].startswith("-"):
         a = rest[i]
-        i += 2 if (len(a) == 2 and a[1] in _EXEC_SHORT) or a[2:] in _EXEC_LONG else 1
-    inner = rest[i + 1 :]  # skip the container name
+        if verb == "run":
+            # Flags and clusters (-it) stand alone; other options take the next word.
+            alone = a in flags or "=" in a or (a[1:2] != "-" and len(a) > 2)
+            i += 1 if alone else 2
+        else:
+            i += 2 if (len(a) == 2 and a[1] in _EXEC_SHORT) or a[2:] in _EXEC_LONG else 1
+    inner = rest[i + 1 :]  # skip the container name / image
     return [join_argv(inner)] if inner else []
+
+
+def _xargs_template(cmd: Cmd) -> list[str]:
+    """The command ``xargs`` runs, its input placeholder made a path that is not scratch."""
+    argv = xargs_command(cmd)
+    replace = None
+    for i, a in enumerate(cmd.args):
+        if a == "-I" and i + 1 < len(cmd.args):
+            replace = cmd.args[i + 1]
+        elif a.startswith("-I") and len(a) > 2:
+            replace = a[2:]
+        elif a in ("-i", "--replace"):
+            replace = "{}"
+        elif a.startswith("--replace="):
+            replace = a.split("=", 1)[1]
+    if not replace:
+        return argv
+    return [a.replace(replace, "xargs-input") for a in argv]
 
 
 def _ssh_remote(cmd: Cmd) -> list[str]:
@@ -212,13 +249,13 @@ def nested_scripts(cmd: Cmd) -> list[str]:
         if args and args[0] not in ("-l", "-p", "--"):
             out.append(args[0])
     elif name == "xargs":
-        out.append(join_argv(xargs_command(cmd)))
+        out.append(join_argv(_xargs_template(cmd)))
     elif name == "find":
         out.extend(join_argv(c) for c in find_exec_commands(cmd))
     elif name in _ENGINES:
         out.extend(_engine_exec(cmd))
     elif name == "kubectl":
-        if "exec" in args and "--" in args:
+        if ("exec" in args or "run" in args or "debug" in args) and "--" in args:
             out.append(join_argv(args[args.index("--") + 1 :]))
     elif name in ("ssh", "autossh"):
         out.extend(_ssh_remote(cmd))

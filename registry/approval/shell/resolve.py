@@ -68,7 +68,8 @@ _RUNNER_ARG_OPTS = frozenset({"-p", "--package", "-c", "--call", "--with", "--fr
 _SKIP_SEGMENT = frozenset({"for", "case", "select", "function", "}", "fi", "done", "esac", "in"})
 _SUDO_ARG_OPTS = frozenset("ugCDhprtUTR")
 _ENV_ARG_OPTS = frozenset("uCP")
-_XARGS_ARG_OPTS = frozenset("ILnPsEdaeil")
+# Options taking the next word (-i, -e, -l take an optional attached value only).
+_XARGS_ARG_OPTS = frozenset("ILnPsEda")
 _WIN_EXT_RE = re.compile(r"\.(exe|cmd|bat|com)$", re.IGNORECASE)
 _WIN_PATH_RE = re.compile(r"^[A-Za-z]:\\")
 _NAME_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")

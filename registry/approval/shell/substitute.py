@@ -45,7 +45,12 @@ def _lookup_output(cmd: Cmd, vars: Vars) -> str | None:
         return vars.cwd
     if name in ("basename", "dirname") and ops and not any(cmd.unknown):
         fn = posixpath.basename if name == "basename" else posixpath.dirname
-        return fn(ops[0].rstrip("/")) or "/"
+        path = ops[0]
+        for home in ("${HOME}", "$HOME", "~"):
+            if path == home or path.startswith(home + "/"):
+                path = (vars.env or {}).get("HOME", "/home/user") + path[len(home) :]
+                break
+        return fn(path.rstrip("/")) or "/"
     return None
 
 

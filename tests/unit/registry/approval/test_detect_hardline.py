@@ -106,6 +106,8 @@ HARDLINE: list[tuple[str, str]] = [
     ("cd $HOME; rm -rf .??*", "delete_root"),
     ("cd /usr/lib/x && rm -rf ${PWD%/*}", "delete_root"),
     ("rm -rf ~/project/..", "delete_root"),
+    ("rm -rf $(dirname $HOME)", "delete_root"),
+    ('rm -rf "$(dirname ~/x)"', "delete_root"),
     ("rm -rf tests/ patches/ plan/ ~/", "delete_root"),
     ("rm -rf /home/*", "delete_root"),
     ("rm -rf /Users/alice", "delete_root"),

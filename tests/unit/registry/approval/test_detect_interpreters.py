@@ -82,6 +82,20 @@ DETECTED: list[tuple[str, str]] = [
     ('awk \'BEGIN{print "git reset --hard" | "sh"}\'', "git_reset_hard"),
     ("awk 'BEGIN{\"rm -rf src\" | getline}'", "recursive_delete"),
     ("sed 's/^/rm -rf /e' list.txt", "computed_command_exec"),
+    ("python -c \"import os; os.system('rm -rf ' + '/')\"", "computed_command_exec"),
+    (
+        "python3 -c 'import subprocess,sys; subprocess.run(sys.argv[1:])' rm -rf x",
+        "computed_command_exec",
+    ),
+    ("python3 -c \"import os; os.system(f'rm -rf {x}')\"", "computed_command_exec"),
+    ("perl -e '$c=\"rm -rf /\"; system($c)'", "computed_command_exec"),
+    ("perl -e 'system $ARGV[0]' x", "computed_command_exec"),
+    ("node -e \"require('child_process').execSync(process.argv[1])\" x", "computed_command_exec"),
+    ("echo x | xargs -i rm -rf {}", "xargs_rm"),
+    ("xargs -I{} sh -c 'rm -rf {}' < list", "recursive_delete"),
+    ("docker run --rm alpine rm -rf /data", "recursive_delete"),
+    ("docker run --rm -it -e X=1 alpine sh -c 'rm -rf /'", "delete_root"),
+    ("kubectl run x --image=alpine -- rm -rf /data", "recursive_delete"),
     ("sed -n '1e rm -rf src' f", "recursive_delete"),
     ("vim -c ':!rm -rf src' -c ':q'", "recursive_delete"),
     ("vi -es -c '!git clean -fdx' -c q", "git_clean"),
@@ -166,6 +180,11 @@ ALLOWED: list[str] = [
     "watch -n 5 kubectl get pods",
     "xargs -n1 echo < list",
     "find . -type f -exec grep -l TODO {} +",
+    "python3 -c \"import os; os.system('ls -la')\"",
+    'python3 -c \'import subprocess; subprocess.run(["git", "status"])\'',
+    "ruby -e 'system(\"ls\")'",
+    "node -e \"console.log(/a/.exec('a'))\"",
+    "docker run --name x -d nginx",
 ]
 
 
