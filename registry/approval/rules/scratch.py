@@ -77,8 +77,11 @@ def is_regenerable(path: str) -> bool:
         parts = parts[1:]
     while parts and is_everything_glob(parts[-1]):
         parts.pop()  # "build/*": the contents of a regenerable directory
-    if not parts or any(c in _GLOB_CHARS for c in parts[-1]):
+    if not parts:
         return False
+    if any(c in _GLOB_CHARS for c in parts[-1]):
+        # Only globs that themselves name build output ("*.egg-info", "*.pyc").
+        return parts[-1] in _REGENERABLE_GLOBS or parts[-1] in ARTIFACT_PATTERNS
     # The first regenerable component: everything at or under it is regenerable.
     k = next((i for i, p in enumerate(parts) if _regenerable_name(p)), -1)
     if k < 0:

@@ -28,6 +28,8 @@ EVERYDAY: list[str] = [
     "rm -rf .mypy_cache .ruff_cache .tox",
     "rm -rf target/debug",
     "rm -rf .next out-tsc",
+    "rm -rf build dist *.egg-info",
+    "rm -rf ./node_modules/.cache",
     "rm -rf frontend/node_modules backend/.venv",
     "rm -rf coverage/ htmlcov/",
     "rm -rf build/* dist/*",
