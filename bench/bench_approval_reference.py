@@ -184,9 +184,10 @@ def _cases_in(fn: ast.FunctionDef, source: str) -> Iterator[Case]:
     names = set(result_names)
     for node in ast.walk(fn):
         if isinstance(node, ast.Assert):
-            verdict = _verdict_of(node.test, names)
-            if verdict is None:
+            found_verdict = _verdict_of(node.test, names)
+            if found_verdict is None:
                 continue
+            verdict = found_verdict
             # The verdict applies to every result variable this assert names.
             for name in {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} & names:
                 kind, values = result_names[name]

@@ -172,6 +172,21 @@ class ApprovalGuard:
         analysis = analyze_command(command, env=env, protected=protected, max_bytes=limit)
         return self._decide(command, analysis, settings, rules, session_id, backend)
 
+    def check_gated_tool(
+        self, tool: str, args_text: str, *, session_id: str, backend: str
+    ) -> ApprovalDecision:
+        """Decide whether approval-gated tool ``tool`` may run with ``args_text`` (its
+        arguments as sent): it always needs approval, answered like a command's (an
+        approval of this exact call once, of the tool for the session, or always)."""
+        settings, rules = self.config.get()
+        key = f"gated_tool:{tool}"
+        finding = Finding(key, f"{tool} is a tool that asks for approval", False)
+        text = f"{tool} {args_text}"
+        analysis = Analysis(
+            command=text, normalized=text, findings=(finding,), segments=(text,), simple=False
+        )
+        return self._decide(text, analysis, settings, rules, session_id, backend)
+
     def check_pty_write(
         self,
         buffer: PtyLineBuffer,

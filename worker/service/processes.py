@@ -26,6 +26,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+import threading
 from typing import Any
 
 import redis
@@ -41,6 +42,7 @@ from process_registry.models import (
 from process_registry.receipts import DEFAULT_MAX_AGE
 from process_registry.sessions import InvalidSessionId, validate_session_id
 from process_registry.table import InputUnsupported, ProcessTable, PtyUnsupported
+from registry.approval import CommandTooLong, PtyLineBuffer
 from registry.tools.process import ProcessArgs
 from worker.protocol.ledger import read_route, receipt_route_key, route_key
 from worker.service.boundary import error_fields
@@ -75,6 +77,8 @@ class ProcessManager:
         self.redis = redis_client
         self.worker_queue = worker_queue
         self.worker_id = worker_id
+        self._pty_lines: dict[str, PtyLineBuffer] = {}
+        self._pty_lock = threading.Lock()
         self.shared: SharedCheckpoints | None = None
         """The fleet's shared checkpoints (set by :func:`install_process_manager`)."""
         self.forwarder: ProcessForwarder | None = None
@@ -283,12 +287,24 @@ class ProcessManager:
     def _write(self, process_id: str, data: str | None, ctx: Any) -> dict[str, Any]:
         if data is None:
             return _error("action 'write' needs data (the text to type)", "invalid")
+        try:
+            # Ownership first: nothing is judged, or told, about another session's process.
+            self.table.poll(process_id, ctx.session_id)
+        except (ProcessTableError, InvalidSessionId) as exc:
+            return error_fields(exc)
         guard = ctx.components.get("approval") if isinstance(ctx.components, dict) else None
-        if guard is not None and data.strip():
-            # Input to a pty shell is a command too: the same approval rules apply.
-            refusal = guard.check(
-                data, session_id=ctx.session_id, backend=ctx.backend
-            ).to_tool_result()
+        if guard is not None:
+            # Input to a pty shell is a command too, judged a whole line at a time: the
+            # buffer remembers what was typed so far (``r`` then ``m -rf DIR\n``).
+            with self._pty_lock:
+                lines = self._pty_lines.setdefault(process_id, PtyLineBuffer())
+            try:
+                decision = guard.check_pty_write(
+                    lines, data, session_id=ctx.session_id, backend=ctx.backend
+                )
+            except CommandTooLong as exc:
+                return _error(str(exc), "invalid")
+            refusal = decision.to_tool_result()
             if refusal is not None:
                 return dict(refusal)
         try:

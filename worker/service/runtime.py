@@ -139,7 +139,11 @@ def build_approval_guard(settings: Settings, client: redis.Redis) -> ApprovalGua
     sees the same pending approvals and grants.
     """
     return ApprovalGuard.from_config_file(
-        settings.home / "config.yaml", redis_client=client, mode=settings.approval_mode
+        settings.home / "config.yaml",
+        redis_client=client,
+        mode=settings.approval_mode,
+        # The worker guards itself: overwriting its home or config needs approval.
+        protected_paths=[str(settings.home), str(settings.home / "config.yaml")],
     )
 
 
