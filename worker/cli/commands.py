@@ -43,6 +43,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         queues=queues,
         concurrency=args.concurrency,
         loglevel=args.loglevel,
+        events=args.events,
     )
     return EXIT_OK
 
@@ -247,6 +248,8 @@ def add_core_commands(sub: Any) -> None:
     p.add_argument("--queues", help="comma-separated queues to consume")
     p.add_argument("--concurrency", type=int, help="threads running calls")
     p.add_argument("--loglevel", default="INFO")
+    p.add_argument("--events", action="store_true",
+                   help="send Celery task events (Flower, celery-exporter); also SBX_EVENTS")
     _add_json(p)
     p.set_defaults(func=cmd_worker)
 

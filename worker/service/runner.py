@@ -14,7 +14,9 @@ from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 from worker.broker.app import create_app, worker_queue
 from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
 from worker.protocol.tasks import own_queue_name
+from worker.service.logging_setup import configure_logging
 from worker.service.mcp import start_mcp
+from worker.service.operations import install_operations
 from worker.service.processes import (
     ProcessManager,
     adopt_processes,
@@ -23,7 +25,7 @@ from worker.service.processes import (
 )
 from worker.service.reaper import Reaper
 from worker.service.receipt_ops import register_receipt_tasks
-from worker.service.runtime import configure_runtime, runtime
+from worker.service.runtime import configure_runtime, runtime, worker_identity
 from worker.service.tasks import register_tasks
 from worker.settings import Settings
 
@@ -49,8 +51,12 @@ def run_worker(
     queues: list[str] | None = None,
     concurrency: int | None = None,
     loglevel: str = "INFO",
+    events: bool = False,
 ) -> None:
-    """Run a worker in this process until it is told to stop (SIGTERM: warm shutdown)."""
+    """Run a worker in this process until it is told to stop (SIGTERM: warm shutdown).
+
+    ``events``: send Celery task events (also ``SBX_EVENTS``)."""
+    celery_options = configure_logging(settings.log_format, loglevel, worker_identity())
     url = broker_url or resolve_broker_url(settings)
     app = worker_app(settings, url)
     # Each worker also consumes its own queue: actions on its local processes go there.
@@ -58,7 +64,10 @@ def run_worker(
     if is_amqp_url(url):
         # Declared by this worker alone, durable and expiring (worker.app.worker_queue).
         app.amqp.queues.add(worker_queue(own_queue))
-    install_process_manager(configure_runtime(settings, url), settings, own_queue)
+    svc = configure_runtime(settings, url)
+    install_process_manager(svc, settings, own_queue)
+    threads = concurrency or settings.concurrency
+    ops = install_operations(app, settings, svc, url, concurrency=threads, events=events)
     reaper: list[Reaper] = []
     # before consuming: persisted MCP tools are callable from the first task; never blocks
     mcp = start_mcp(settings)
@@ -101,6 +110,7 @@ def run_worker(
         timer.start()
 
     def _shutdown(**_: Any) -> None:
+        ops.close()
         if mcp is not None:
             mcp.close()  # stops the MCP server processes
         for r in reaper:
@@ -118,14 +128,15 @@ def run_worker(
     worker_shutdown.connect(_shutdown, weak=False)
     worker_shutting_down.connect(_shutting_down, weak=False)
     argv = [
+        *celery_options,
         "worker",
         "--pool=threads",
-        f"--concurrency={concurrency or settings.concurrency}",
+        f"--concurrency={threads}",
         f"--queues={','.join([*(queues or [settings.queue]), own_queue])}",
         f"--hostname=sbx-{socket.gethostname()}-%i@%h",
         "--without-gossip",
         "--without-mingle",
-        "--without-heartbeat",
+        *ops.worker_options,
         f"--loglevel={loglevel}",
     ]
     try:

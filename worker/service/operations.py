@@ -1,0 +1,68 @@
+"""What an operator runs a worker with: metrics, the health probe, task events.
+
+:func:`install_operations` wires them into a worker about to start (logging is
+configured before, by :func:`worker.service.logging_setup.configure_logging`);
+:meth:`Operations.close` undoes what outlives the process (its health record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+
+from worker.service.events import configure_events
+from worker.service.health import forget_worker, install_health, record_worker
+from worker.service.metrics import WorkerMetrics, start_metrics
+from worker.service.runtime import WorkerRuntime
+from worker.settings import Settings
+
+
+@dataclass
+class Operations:
+    """The operational pieces of one running worker."""
+
+    worker_options: list[str]
+    """Options for Celery's worker that go with them (``--without-heartbeat`` or none)."""
+    metrics: WorkerMetrics | None
+    health_queue: str
+    record: Path
+
+    def close(self) -> None:
+        """The worker is stopping: ``sbx health`` no longer finds it."""
+        forget_worker(self.record)
+
+
+def install_operations(
+    app: Celery,
+    settings: Settings,
+    svc: WorkerRuntime,
+    broker_url: str,
+    *,
+    concurrency: int,
+    events: bool = False,
+) -> Operations:
+    """Metrics (when ``SBX_METRICS_ADDR`` is set), the health consumer and its record,
+    and task events (``events`` or ``SBX_EVENTS``) for the worker of ``app``."""
+    metrics = start_metrics(settings, svc)
+
+    def status() -> dict[str, Any]:
+        return {
+            "worker": svc.worker_id,
+            "running": svc.heartbeat.running(),
+            "concurrency": concurrency,
+        }
+
+    queue = install_health(
+        app,
+        broker_url,
+        lambda: svc.ledger,
+        settings.queue,
+        status,
+        on_connect=metrics.consumer_started if metrics is not None else None,
+    )
+    record = record_worker(settings.home, svc.worker_id, queue)
+    options = configure_events(app, events or settings.events)
+    return Operations(options, metrics, queue, record)
