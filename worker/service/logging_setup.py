@@ -13,6 +13,8 @@ Contract:
   a task's arguments or return value (its trace "succeeded" line and the pool's
   debug "Apply" line, which carry commands, tokens and output) are dropped at
   every level, and every message (and traceback) passes through the redactor.
+  At ``DEBUG``, client libraries of the backends (:data:`TRANSPORT_LOGGERS`) stay at
+  ``INFO``: their debug lines carry request URLs and bodies.
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ from process_registry.redact import redact_text
 
 TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
 """The text format (the CLI's own, kept for ``sbx worker``)."""
+
+TRANSPORT_LOGGERS = (
+    "urllib3", "docker", "asyncssh", "httpx", "httpcore", "grpc", "hpack", "h2", "websockets",
+    "modal", "daytona", "daytona_sdk", "vercel", "paramiko",
+)  # fmt: skip
+"""Libraries that stay at INFO when the worker logs at DEBUG (see configure_logging)."""
 
 _call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("sbx_call_id", default=None)
 _session: contextvars.ContextVar[str | None] = contextvars.ContextVar("sbx_session", default=None)
@@ -119,6 +127,9 @@ def configure_logging(log_format: str, loglevel: str, worker_id: str) -> list[st
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(loglevel.upper())
+    for name in TRANSPORT_LOGGERS:
+        # Their DEBUG lines carry request URLs and bodies (container names, commands).
+        logging.getLogger(name).setLevel(max(logging.INFO, root.level))
     # Celery configures logging only when nobody answers this signal.
     setup_logging.connect(_celery_leaves_logging_to_us, weak=False)
     task_prerun.connect(_task_started, weak=False)
