@@ -89,8 +89,9 @@ def test_flower_reads_the_sbx_task_without_its_payload(
             def flower_has_a_call() -> bool:
                 # Flower subscribes to events once it runs: a call before that is not seen.
                 call_id = uuid.uuid4().hex
-                out = json.loads(client.tool_call(
-                    "terminal", {"command": f"T={SECRET}; echo {MARKER}"}, call_id=call_id))  # fmt: skip
+                command = f"T={SECRET}; echo {MARKER}"
+                raw = client.tool_call("terminal", {"command": command}, call_id=call_id)
+                out = json.loads(raw)
                 assert MARKER in out["output"]
                 try:
                     wait_until(lambda: listed(call_id), 10, "Flower to list the call")

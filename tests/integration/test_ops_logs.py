@@ -24,8 +24,8 @@ def _run_calls(home: Path, session: str) -> list[str]:
     refused for a bad token; their call ids."""
     ids = [uuid.uuid4().hex for _ in range(3)]
     with SandboxClient(session_id=session, settings=settings_for(home, None)) as client:
-        out = json.loads(client.tool_call(
-            "terminal", {"command": f"TOKEN={SECRET}; echo {MARKER} $TOKEN"}, call_id=ids[0]))  # fmt: skip
+        command = f"TOKEN={SECRET}; echo {MARKER} $TOKEN"
+        out = json.loads(client.tool_call("terminal", {"command": command}, call_id=ids[0]))
         assert MARKER in out["output"]
     settings = settings_for(home, None)
     with SandboxClient(session_id=session, backend="nosuch", settings=settings) as client:

@@ -1,10 +1,12 @@
-"""Where the worker's metrics are observed: Celery's task signals, the sandbox pool's
-``on_created`` and the process table's ``on_finished``.
+"""Where the worker's metrics are observed: Celery's ``task_prerun``, the task layer's
+answers (:mod:`worker.service.call_observers`), the sandbox pool's ``on_created`` and the
+process table's ``on_finished``.
 
-A call is observed when its task ends (``task_postrun``): its tool, backend and
-outcome come from the call message and the result JSON, its latency from the
-task's start, its queue wait from the sender's ``sbx_sent_at`` header. Only
-closed sets of label values leave this module (see :mod:`worker.service.metrics`).
+A call is taken in when its task starts (``task_prerun``: its tool, backend and start
+time are noted, its queue wait measured from the sender's ``sbx_sent_at`` header) and
+observed when its answer is delivered, on whichever thread runs it; a call handed to
+another worker, or one Celery failed or ignored, is settled too. Only closed sets of
+label values leave this module (see :mod:`worker.service.metrics`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import json
 import logging
 import threading
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from celery.signals import task_postrun, task_prerun
@@ -21,43 +25,71 @@ from environments.base import Environment
 from environments.registry import backend_names, canonical_name
 from registry.core import registry as tool_registry
 from worker.protocol.tasks import APPROVAL_TASK, SENT_AT_HEADER, TOOL_CALL_TASK
+from worker.service.call_observers import add_answer_observer
 from worker.service.metrics import CALL_STATUSES, WorkerMetrics
 from worker.service.runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
 
-_started = threading.local()  # the task running on this thread: its monotonic start
+_TAKEN_MAX = 100_000
+"""Calls noted and not yet answered, at most (the oldest are forgotten beyond it)."""
+
+
+@dataclass(frozen=True)
+class _Taken:
+    task: str
+    tool: str
+    backend: str
+    began: float
 
 
 def observe(metrics: WorkerMetrics, svc: WorkerRuntime) -> None:
-    """Connect ``metrics`` to the worker's task signals, sandbox pool and process table."""
+    """Connect ``metrics`` to the worker's tasks, answers, sandbox pool and process table."""
     backends = frozenset(backend_names())
     default_backend = svc.settings.backend
+    taken: OrderedDict[str, _Taken] = OrderedDict()
+    lock = threading.Lock()
 
-    def started(task: Any = None, **_: Any) -> None:
-        _started.at = time.monotonic()
+    def started(task_id: str | None = None, task: Any = None, args: Any = None, **_: Any) -> None:
+        name = getattr(task, "name", None)
+        message = args[0] if isinstance(args, list | tuple) and args else None
+        if task_id is None or name not in (TOOL_CALL_TASK, APPROVAL_TASK):
+            return
         sent = getattr(getattr(task, "request", None), SENT_AT_HEADER, None)
         if isinstance(sent, int | float) and not isinstance(sent, bool):
             # Clocks of the sender's and this machine may differ: never below zero.
             metrics.queue_wait.observe(max(0.0, time.time() - float(sent)))
+        fields = message if isinstance(message, dict) else {}
+        tool = fields.get("tool")
+        note = _Taken(
+            task=str(name),
+            tool=tool if isinstance(tool, str) and tool_registry.get(tool) else "other",
+            backend=_backend_label(fields.get("backend") or default_backend, backends),
+            began=time.monotonic(),
+        )
+        with lock:
+            taken[task_id] = note
+            while len(taken) > _TAKEN_MAX:
+                taken.popitem(last=False)
 
-    def ended(task: Any = None, args: Any = None, retval: Any = None, **_: Any) -> None:
-        began = getattr(_started, "at", None)
-        seconds = time.monotonic() - began if began is not None else 0.0
-        _started.at = None
-        name = getattr(task, "name", None)
-        message = args[0] if isinstance(args, list | tuple) and args else None
-        if not isinstance(message, dict):
+    def answered(call_id: str, answer: str | None) -> None:
+        with lock:
+            note = taken.pop(call_id, None)
+        if note is None:
+            return  # a ping, or a call this worker did not take in
+        if note.task == APPROVAL_TASK:
+            metrics.approval_answered(str(_json_object(answer).get("status")))
             return
-        if name == TOOL_CALL_TASK:
-            backend = _backend_label(message.get("backend") or default_backend, backends)
-            _call_answered(metrics, message, retval, backend, seconds)
-        elif name == APPROVAL_TASK:
-            answer = _json_object(retval)
-            metrics.approval_answered(str(answer.get("status")))
+        _call_answered(metrics, note, answer, time.monotonic() - note.began)
+
+    def ended(task_id: str | None = None, state: str | None = None, **_: Any) -> None:
+        if task_id is not None and state != "SUCCESS":  # failed or ignored (a redelivery)
+            with lock:
+                taken.pop(task_id, None)
 
     task_prerun.connect(started, weak=False)
     task_postrun.connect(ended, weak=False)
+    add_answer_observer(answered)
     svc.pool.on_created = lambda backend, env: _sandbox_created(metrics, backend, env)
     table = getattr(svc.components.get("processes"), "table", None)
     if table is not None:
@@ -65,21 +97,18 @@ def observe(metrics: WorkerMetrics, svc: WorkerRuntime) -> None:
 
 
 def _call_answered(
-    metrics: WorkerMetrics, message: dict[str, Any], retval: Any, backend: str, seconds: float
+    metrics: WorkerMetrics, note: _Taken, answer: str | None, seconds: float
 ) -> None:
-    tool = message.get("tool")
-    tool_label = tool if isinstance(tool, str) and tool_registry.get(tool) is not None else "other"
-    if retval is None:  # handed to the worker holding the session: it answers
-        metrics.call_answered(tool_label, "handed_off", backend, seconds, moved=False)
+    if answer is None:  # handed to the worker holding the session: it answers
+        metrics.call_answered(note.tool, "handed_off", note.backend, seconds, moved=False)
         return
-    result = _json_object(retval)
+    result = _json_object(answer)
     status = result.get("status")
     if status not in CALL_STATUSES:
         error_only = result.get("error") and result.get("exit_code") is None
         status = "error" if error_only and "process_id" not in result else "ok"
-    metrics.call_answered(
-        tool_label, str(status), backend, seconds, moved=result.get("session_moved") is True
-    )
+    moved = result.get("session_moved") is True
+    metrics.call_answered(note.tool, str(status), note.backend, seconds, moved=moved)
     if status == "approval_required" and isinstance(result.get("approval_id"), str):
         metrics.approval_required(result["approval_id"])
 
