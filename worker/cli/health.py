@@ -63,7 +63,7 @@ def _answer_fields(answer: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         return {}
-    return {k: value[k] for k in ("running", "concurrency") if k in value}
+    return {k: value[k] for k in ("running", "max_running", "concurrency") if k in value}
 
 
 def _targets(settings: Settings, worker: str | None) -> list[tuple[str, str]]:
@@ -91,7 +91,7 @@ def cmd_health(args: argparse.Namespace) -> int:
     healthy = all(r["ok"] for r in reports)
     lines = [
         f"ok: {r['worker']} answered in {r['seconds'] * 1000:.0f} ms "
-        f"({r.get('running', '?')} of {r.get('concurrency', '?')} threads busy)"
+        f"({r.get('running', '?')} calls running, at most {r.get('max_running', '?')})"
         if r["ok"] else f"unhealthy: {r['worker']}: {r['error']}"
         for r in reports
     ]  # fmt: skip

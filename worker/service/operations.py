@@ -52,6 +52,7 @@ def install_operations(
         return {
             "worker": svc.worker_id,
             "running": svc.heartbeat.running(),
+            "max_running": settings.max_running,
             "concurrency": concurrency,
         }
 
