@@ -4,6 +4,7 @@ the call, everything removed afterwards."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -97,7 +98,7 @@ def test_the_stack_comes_up_and_serves_a_call(stack: tuple[dict[str, str], list[
         return report
 
     for index in (1, 2):
-        wait_until(lambda i=index: worker_health(i)["ok"], 120, f"worker {index} to answer")
+        wait_until(functools.partial(_ok, worker_health, index), 120, f"worker {index} to answer")
     out = run_compose(env, *args, "exec", "-T", "worker", "sbx", "exec", "--",
                       "echo served-by-compose")  # fmt: skip
     assert out == "served-by-compose\n"
@@ -119,3 +120,7 @@ def test_the_stack_comes_up_and_serves_a_call(stack: tuple[dict[str, str], list[
         return flower_saw_it()
 
     wait_until(listed, 120, "Flower to list an sbx call")
+
+
+def _ok(health: Any, index: int) -> bool:
+    return bool(health(index)["ok"])

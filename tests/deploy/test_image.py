@@ -75,8 +75,11 @@ def test_a_worker_container_serves_calls_turns_healthy_and_stops_gracefully(
 
             answers: list[dict[str, Any]] = []
             call_id = uuid.uuid4().hex
-            running = threading.Thread(target=lambda: answers.append(json.loads(
-                client.tool_call("terminal", {"command": "sleep 600"}, call_id=call_id))))  # fmt: skip
+            def long_call() -> None:
+                raw = client.tool_call("terminal", {"command": "sleep 600"}, call_id=call_id)
+                answers.append(json.loads(raw))
+
+            running = threading.Thread(target=long_call)
             running.start()
             wait_until(lambda: _running_calls(name) == 1, 60, "the long call to run")
             docker("stop", "-t", "60", name, timeout=120)

@@ -218,12 +218,12 @@ def test_the_worker_pod_is_locked_down_and_stops_within_its_grace() -> None:
         assert container[probe]["timeoutSeconds"] > deadline, probe
     # Every SBX_* value given in the manifest is a valid setting.
     literal = {k[4:].lower(): e["value"] for k, e in env.items() if "value" in e}
-    Settings(**literal)
+    Settings(**literal)  # type: ignore[arg-type]
     assert all(k[4:].lower() in Settings.model_fields for k in env), sorted(env)
     refs = {e["valueFrom"]["secretKeyRef"]["key"] for e in env.values() if "valueFrom" in e}
     assert refs <= secret_keys()
     # Metrics: the port the worker binds is the one declared and the one the policy opens.
-    host, port = parse_address(env["SBX_METRICS_ADDR"]["value"])
+    _, port = parse_address(env["SBX_METRICS_ADDR"]["value"])
     assert [p["containerPort"] for p in container["ports"]] == [port]
     policy = one("NetworkPolicy", "sbx-worker")["spec"]
     assert [p["port"] for p in policy["ingress"][0]["ports"]] == [port]

@@ -101,4 +101,4 @@ def test_the_environment_file_holds_valid_settings_and_no_secret() -> None:
     values = env_settings()
     assert all(k.startswith("SBX_") for k in values)
     assert "SBX_SECRET_KEY" not in values  # commented out: operators add their own
-    Settings(**{k[4:].lower(): v for k, v in values.items()})
+    Settings(**{k[4:].lower(): v for k, v in values.items()})  # type: ignore[arg-type]

@@ -124,3 +124,19 @@ def test_a_dead_broker_fails_the_probe(home: Path, workers: list[OpsWorker]) -> 
         assert status == 1, err
     finally:
         server.stop()
+
+
+def test_a_worker_on_rabbitmq_answers_on_its_own_health_queue(
+    home: Path, workers: list[OpsWorker], amqp_url: str, external_redis_url: str
+) -> None:
+    redis.Redis.from_url(external_redis_url).flushdb()
+    env = worker_env(home, amqp_url, SBX_LEDGER_URL=external_redis_url)
+    worker = OpsWorker(env, home).start()
+    workers.append(worker)
+    worker.wait_healthy()
+    status, report, _ = health(env)
+    assert status == 0 and report["workers"][0]["worker"] == worker.worker_id
+    worker.proc.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+    assert health(env)[0] == 1
+    worker.proc.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+    wait_until(lambda: health(env)[0] == 0, 60, "the resumed worker to answer")
