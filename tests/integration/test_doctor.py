@@ -57,7 +57,8 @@ def plugin(site: Path, name: str, target: str) -> None:
     """An installed distribution whose ``sbx.environments`` entry point is ``target``."""
     dist = site / f"sbx_{name}_plugin-0.1.dist-info"
     dist.mkdir()
-    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sbx-{name}-plugin\nVersion: 0.1\n")
+    meta = f"Metadata-Version: 2.1\nName: sbx-{name}-plugin\nVersion: 0.1\n"
+    (dist / "METADATA").write_text(meta)
     (dist / "entry_points.txt").write_text(f"[sbx.environments]\n{name} = {target}\n")
 
 
