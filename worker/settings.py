@@ -196,6 +196,8 @@ class Settings(BaseSettings):
     default_timeout: int = Field(default=180, ge=1)
     max_timeout: int = Field(default=3600, ge=1, le=7 * 86_400)
     """The most seconds any call may ask for; a larger timeout is refused."""
+    log_format: Literal["text", "json"] = "text"
+    """The worker's log lines: Celery's text, or one JSON object a line (``sbx worker --json``)."""
     output_limit: int = Field(default=100_000, ge=1024)
     redact_output: bool = True
     heartbeat_interval: float = Field(default=1.0, gt=0)

@@ -14,6 +14,7 @@ from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 from worker.broker.app import create_app, worker_queue
 from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
 from worker.protocol.tasks import own_queue_name
+from worker.service.log_format import install_log_format
 from worker.service.mcp import start_mcp
 from worker.service.processes import (
     ProcessManager,
@@ -51,6 +52,7 @@ def run_worker(
     loglevel: str = "INFO",
 ) -> None:
     """Run a worker in this process until it is told to stop (SIGTERM: warm shutdown)."""
+    install_log_format(settings)
     url = broker_url or resolve_broker_url(settings)
     app = worker_app(settings, url)
     # Each worker also consumes its own queue: actions on its local processes go there.
