@@ -83,6 +83,20 @@ def backend_class(name: str) -> type[Environment]:
     return cls
 
 
+@cache
+def backends_with_pty() -> list[str]:
+    """Names of the installed backends that run commands on a pseudo-terminal
+    (:attr:`Environment.supports_pty`). Imports every backend: for messages, not hot paths."""
+    names = []
+    for name in backend_names():
+        try:
+            if backend_class(name).supports_pty:
+                names.append(name)
+        except (UnknownBackend, ImportError):
+            continue
+    return names
+
+
 def backend_availability(name: str, config: BackendConfig | None = None) -> tuple[bool, str]:
     """``(available, reason)`` for ``name`` without creating a sandbox.
 

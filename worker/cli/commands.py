@@ -13,7 +13,7 @@ from typing import Any
 from worker.errors import exit_code_for
 from worker.settings import Settings, get_settings
 
-from .output import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, emit, fail
+from .output import EXIT_OK, EXIT_USAGE, emit, fail
 
 Sub = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -67,6 +67,8 @@ def cmd_exec(args: argparse.Namespace) -> int:
         call["workdir"] = args.workdir
     if args.timeout:
         call["timeout"] = args.timeout
+    if args.pty:
+        call["pty"] = True
     with _client(settings, args.backend) as client:
         result = json.loads(client.tool_call("terminal", call))
         if result.get("status") == "approval_required" and _interactive(args):
@@ -82,7 +84,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
         extra = f" (approval id {result['approval_id']})" if result.get("approval_id") else ""
         fail(f"{status}: {reason}{extra}", exit_code_for(status))
     if result.get("exit_code") is None:
-        fail(result.get("error") or "the call returned no exit code", EXIT_FAILURE)
+        fail(result.get("error") or "the call returned no exit code", exit_code_for(status))
     if result.get("error") and not args.json:
         sys.stderr.write(f"sbx: {result['error']}\n")
     return int(result["exit_code"])
@@ -270,6 +272,7 @@ def add_core_commands(sub: Any) -> None:
     p.add_argument("--backend")
     p.add_argument("--workdir")
     p.add_argument("--timeout", type=int)
+    p.add_argument("--pty", action="store_true", help="run it on a pseudo-terminal")
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     _add_json(p)
     p.set_defaults(func=cmd_exec)
