@@ -239,6 +239,8 @@ class Settings(BaseSettings):
     """Path of the redis-server binary for the embedded broker; found automatically when unset."""
     mcp_servers: McpServers = Field(default_factory=dict)
     """MCP servers by id (1-64 of ``[A-Za-z0-9_-]``); see docs/architecture.md, "MCP tools"."""
+    mcp_reload_interval: float = Field(default=1.0, ge=0)
+    """Seconds between looks at config.yaml for MCP server changes (0: only on SIGHUP)."""
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Backends' settings from config.yaml by backend name (``worker.service.backends``)."""
     approvals: dict[str, Any] = Field(default_factory=dict)

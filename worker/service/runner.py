@@ -15,7 +15,7 @@ from worker.broker.app import create_app, worker_queue
 from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
 from worker.protocol.tasks import own_queue_name
 from worker.service.log_format import install_log_format
-from worker.service.mcp import start_mcp
+from worker.service.mcp_reload import watch_mcp_config
 from worker.service.processes import (
     ProcessManager,
     adopt_processes,
@@ -63,7 +63,7 @@ def run_worker(
     install_process_manager(configure_runtime(settings, url), settings, own_queue)
     reaper: list[Reaper] = []
     # before consuming: persisted MCP tools are callable from the first task; never blocks
-    mcp = start_mcp(settings)
+    mcp = watch_mcp_config(settings)  # and follows config.yaml's MCP servers
 
     def _ready(sender: Any = None, **_: Any) -> None:
         hub = getattr(sender, "hub", None)  # sender: the consumer
