@@ -220,6 +220,9 @@ class Settings(BaseSettings):
     """Seconds a delivered result can be collected again with its call id."""
     claim_ttl: int = Field(default=86_400, ge=60)
     """How long a call id stays claimed: a redelivery within this window never runs again."""
+    shell_idle_ttl: float = Field(default=300.0, gt=0)
+    """A session idle this long has its shell ended (its cwd and variables are kept and
+    replayed by its next call): an idle session costs memory, not a process."""
     sandbox_idle_ttl: float = Field(default=3600.0, gt=0)
     """A session's sandbox idle this long is closed (unless it holds running processes)."""
     receipt_max_age_days: float = Field(default=7.0, gt=0)

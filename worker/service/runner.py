@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import socket
 import threading
@@ -84,6 +85,9 @@ def run_worker(
             orphan_sweep_interval=settings.orphan_sweep_interval,
             leases=svc.leases,
             adopt=manager.adopt_orphans if isinstance(manager, ProcessManager) else None,
+            take_over=(
+                functools.partial(svc.leases.take_over, pool=svc.pool) if svc.leases else None
+            ),
         )
         r.start()
         reaper.append(r)

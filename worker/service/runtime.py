@@ -108,6 +108,7 @@ def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRu
     pool = SandboxPool(
         configs=BackendConfigs(settings),
         idle_ttl=settings.sandbox_idle_ttl,
+        shell_idle_ttl=settings.shell_idle_ttl,
         served_elsewhere=leases.serves_elsewhere,
     )
     svc = WorkerRuntime(
