@@ -4,7 +4,8 @@ A :class:`McpConfigWatcher` owns the worker's MCP wiring
 (:func:`~worker.service.mcp.start_mcp`) and follows ``$SBX_HOME/config.yaml``: it
 looks at the file every ``interval`` seconds (``SBX_MCP_RELOAD_INTERVAL``; 0: never)
 and reloads once a change has settled (unchanged for one more look, so a file caught
-half-written is not applied), and at once on SIGHUP. A reload reads the settings
+half-written is not applied), and at once on SIGHUP -- which also reloads the approval
+policy (``on_signal``), never reloaded by merely watching the file. A reload reads the settings
 afresh (``SBX_*`` variables still win over the file) and applies the difference in
 ``mcp_servers``:
 
@@ -64,6 +65,9 @@ class McpConfigWatcher:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sbx-mcp-config", daemon=True)
+        self.on_signal: Callable[[], object] | None = None
+        """Runs after a SIGHUP-requested reload too (what else the operator's signal
+        reloads: the approval policy)."""
 
     def start(self) -> McpConfigWatcher:
         """Start following the file; SIGHUP reloads once the worker is ready."""
@@ -142,6 +146,7 @@ class McpConfigWatcher:
                 self._wake.clear()
                 self._seen = self._pending = self._signature()
                 self._reload_logged()
+                self._signalled()
                 continue
             now = self._signature()
             if now == self._seen:
@@ -156,6 +161,14 @@ class McpConfigWatcher:
             self.reload()
         except Exception:  # a broken server config must not end the watcher
             log.exception("reloading the MCP servers failed")
+
+    def _signalled(self) -> None:
+        if self.on_signal is None:
+            return
+        try:
+            self.on_signal()
+        except Exception:  # a failed reload keeps what is in force
+            log.exception("reloading on SIGHUP failed")
 
     def _take_sighup(self, **_: Any) -> None:
         """SIGHUP reloads config.yaml (in place of Celery's restart by exec)."""
@@ -176,6 +189,11 @@ def _why(exc: Exception) -> str:
     return str(exc) if isinstance(exc, SettingsError) else type(exc).__name__
 
 
-def watch_mcp_config(settings: Settings) -> McpConfigWatcher:
-    """The worker's MCP servers, following config.yaml from now on (see module doc)."""
-    return McpConfigWatcher(settings, interval=settings.mcp_reload_interval).start()
+def watch_mcp_config(
+    settings: Settings, on_signal: Callable[[], object] | None = None
+) -> McpConfigWatcher:
+    """The worker's MCP servers, following config.yaml from now on (see module doc);
+    ``on_signal()`` runs too on SIGHUP (the approval policy's reload)."""
+    watcher = McpConfigWatcher(settings, interval=settings.mcp_reload_interval)
+    watcher.on_signal = on_signal
+    return watcher.start()
