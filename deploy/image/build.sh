@@ -34,7 +34,13 @@ fi
 wheels="$repo/deploy/wheels"
 rm -rf "$wheels" && mkdir -p "$wheels"
 cp "$cache"/*.whl "$wheels/"
-"$py" -m pip wheel -q --disable-pip-version-check --no-deps --wheel-dir "$wheels" "$repo"
+# From a clean copy of the sources: an in-tree build would reuse a stale build/ directory.
+src=$(mktemp -d)
+trap 'rm -rf "$src"' EXIT INT TERM
+cp -r "$repo/pyproject.toml" "$repo/README.md" "$repo/worker" "$repo/environments" \
+    "$repo/registry" "$repo/process_registry" "$src/"
+find "$src" -name __pycache__ -prune -exec rm -rf {} +
+"$py" -m pip wheel -q --disable-pip-version-check --no-deps --wheel-dir "$wheels" "$src"
 # The classic builder: no buildx plugin is needed (nor used by this Dockerfile).
 DOCKER_BUILDKIT=0 docker build -q -t "$tag" --build-arg "BASE_IMAGE=$base" \
     --build-arg "SBX_EXTRAS=$extras" -f "$repo/deploy/Dockerfile" "$repo/deploy" >/dev/null

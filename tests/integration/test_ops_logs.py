@@ -13,7 +13,7 @@ import pytest
 from tests.fixtures_workers import settings_for, worker_env
 from tests.ops_support import OpsWorker
 from worker.client import SandboxClient
-from worker.service.logging_setup import session_digest
+from worker.service.log_format import session_digest
 
 SECRET = "ghp_" + "Q4w8" * 9  # a GitHub token the redactor recognises
 MARKER = "log-output-marker-9931"
@@ -62,10 +62,10 @@ def test_json_logs_are_one_object_per_line_with_call_context_and_no_payload(
         ids = _run_calls(home, session)
     finally:
         assert worker.stop() == 0
-    lines = worker.err.read_text().splitlines()
+    lines = [line for line in worker.logs().splitlines() if line.strip()]
     records: list[dict[str, Any]] = [json.loads(line) for line in lines]  # every line is JSON
     assert records and all(
-        {"time", "level", "logger", "worker", "call_id", "session", "message"} <= r.keys()
+        {"ts", "level", "logger", "worker", "call_id", "session", "message"} <= r.keys()
         for r in records
     )
     assert {r["worker"] for r in records} == {worker.worker_id}
@@ -74,7 +74,7 @@ def test_json_logs_are_one_object_per_line_with_call_context_and_no_payload(
     in_calls = [r for r in records if r["call_id"] in ids]
     assert in_calls, "no record carried a call id"
     assert {r["session"] for r in in_calls} == {session_digest(session)}
-    text = worker.err.read_text() + worker.out.read_text()
+    text = worker.logs()
     for needle in (SECRET, MARKER, session, "Q4w8"):
         assert needle not in text, needle
 

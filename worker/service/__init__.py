@@ -13,7 +13,7 @@
 * :mod:`~worker.service.operations` -- what operators run a worker with:
   :mod:`~worker.service.metrics` (with :mod:`~worker.service.metrics_hooks` and
   :mod:`~worker.service.call_observers`), :mod:`~worker.service.health`,
-  :mod:`~worker.service.events`, :mod:`~worker.service.logging_setup`.
+  :mod:`~worker.service.events`, :mod:`~worker.service.log_format`.
 
 Never imports :mod:`worker.client`.
 """

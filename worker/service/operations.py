@@ -1,7 +1,7 @@
 """What an operator runs a worker with: metrics, the health probe, task events.
 
 :func:`install_operations` wires them into a worker about to start (logging is
-configured before, by :func:`worker.service.logging_setup.configure_logging`);
+configured before, by :func:`worker.service.log_format.install_log_format`);
 :meth:`Operations.close` undoes what outlives the process (its health record).
 """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import socket
 import threading
@@ -11,11 +12,13 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 
+from registry.approval import ApprovalGuard
 from worker.broker.app import create_app, worker_queue
 from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
 from worker.protocol.tasks import own_queue_name
-from worker.service.logging_setup import configure_logging
-from worker.service.mcp import start_mcp
+from worker.service import approval_policy
+from worker.service.log_format import install_log_format
+from worker.service.mcp_reload import watch_mcp_config
 from worker.service.operations import install_operations
 from worker.service.processes import (
     ProcessManager,
@@ -25,7 +28,7 @@ from worker.service.processes import (
 )
 from worker.service.reaper import Reaper
 from worker.service.receipt_ops import register_receipt_tasks
-from worker.service.runtime import configure_runtime, runtime, worker_identity
+from worker.service.runtime import configure_runtime, runtime
 from worker.service.tasks import register_tasks
 from worker.settings import Settings
 
@@ -56,7 +59,7 @@ def run_worker(
     """Run a worker in this process until it is told to stop (SIGTERM: warm shutdown).
 
     ``events``: send Celery task events (also ``SBX_EVENTS``)."""
-    celery_options = configure_logging(settings.log_format, loglevel, worker_identity())
+    install_log_format(settings, loglevel)
     url = broker_url or resolve_broker_url(settings)
     app = worker_app(settings, url)
     # Each worker also consumes its own queue: actions on its local processes go there.
@@ -70,7 +73,14 @@ def run_worker(
     ops = install_operations(app, settings, svc, url, concurrency=threads, events=events)
     reaper: list[Reaper] = []
     # before consuming: persisted MCP tools are callable from the first task; never blocks
-    mcp = start_mcp(settings)
+    guard = svc.components.get("approval")
+    reload_policy = (
+        functools.partial(approval_policy.reload, svc.ledger.client, guard)
+        if isinstance(guard, ApprovalGuard)
+        else None
+    )
+    # follows config.yaml's MCP servers; SIGHUP also reloads the approval policy
+    mcp = watch_mcp_config(settings, on_signal=reload_policy)
 
     def _ready(sender: Any = None, **_: Any) -> None:
         hub = getattr(sender, "hub", None)  # sender: the consumer
@@ -91,6 +101,9 @@ def run_worker(
             orphan_sweep_interval=settings.orphan_sweep_interval,
             leases=svc.leases,
             adopt=manager.adopt_orphans if isinstance(manager, ProcessManager) else None,
+            take_over=(
+                functools.partial(svc.leases.take_over, pool=svc.pool) if svc.leases else None
+            ),
         )
         r.start()
         reaper.append(r)
@@ -133,7 +146,6 @@ def run_worker(
     worker_shutdown.connect(_shutdown, weak=False)
     worker_shutting_down.connect(_shutting_down, weak=False)
     argv = [
-        *celery_options,
         "worker",
         "--pool=threads",
         f"--concurrency={threads}",

@@ -75,7 +75,8 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
     """
     ledger = svc.ledger
     prepared = prepare_call(message, svc)
-    claim = ledger.claim(call_id, svc.worker_id)
+    session_id = "" if isinstance(prepared, str) else prepared.session_id
+    claim = ledger.claim(call_id, svc.worker_id, session_id)
     if claim == DUPLICATE:
         # A redelivery: the first delivery runs (or ran) it and delivers the result.
         raise Ignore()
