@@ -2,10 +2,10 @@
 
 Contract:
 
-* :func:`start_metrics` serves ``/metrics`` on ``SBX_METRICS_ADDR`` (a bare port
-  binds 127.0.0.1) from a registry of this worker's own, and wires the
-  observations in (:mod:`worker.service.metrics_hooks`). It returns None, and
-  nothing is imported or observed, when the setting is unset.
+* :func:`worker.service.metrics_hooks.start_metrics` serves ``/metrics`` on
+  ``SBX_METRICS_ADDR`` (a bare port binds 127.0.0.1) from a registry of this
+  worker's own, and wires the observations in; with the setting unset, nothing of
+  this is imported or observed.
 * Labels take values from closed sets only: tool names the registry knows
   (else ``other``), backend names (else ``other``), call statuses
   (:data:`CALL_STATUSES`, else ``ok``), approval decisions, redaction rule
@@ -19,7 +19,6 @@ docs/operations.md lists every metric.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -31,16 +30,11 @@ from prometheus_client import (
     Histogram,
     PlatformCollector,
     ProcessCollector,
-    disable_created_metrics,
-    start_http_server,
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from worker.service.runtime import WorkerRuntime
-from worker.settings import Settings, parse_address
-
-log = logging.getLogger(__name__)
 
 CALL_STATUSES = frozenset(
     {"approval_required", "blocked", "denied", "busy", "cancelled", "invalid", "lost", "error",
@@ -209,22 +203,3 @@ class RuntimeCollector(Collector):
                 pending += 1
         self.metrics.forget_approvals(settled)
         return pending
-
-
-def start_metrics(settings: Settings, svc: WorkerRuntime) -> WorkerMetrics | None:
-    """Serve this worker's metrics on ``settings.metrics_addr`` and start observing
-    (None, and nothing started, when it is unset). Raises ``OSError`` when the
-    address cannot be bound."""
-    if settings.metrics_addr is None:
-        return None
-    from worker.service.metrics_hooks import observe
-
-    # No *_created series: they double what a scrape reads.
-    disable_created_metrics()  # type: ignore[no-untyped-call]
-    metrics = WorkerMetrics()
-    metrics.registry.register(RuntimeCollector(metrics, svc))
-    observe(metrics, svc)
-    host, port = parse_address(settings.metrics_addr)
-    start_http_server(port, addr=host, registry=metrics.registry)
-    log.info("metrics on http://%s/metrics", settings.metrics_addr)
-    return metrics

@@ -1,6 +1,6 @@
-"""Where the worker's metrics are observed: Celery's ``task_prerun``, the task layer's
-answers (:mod:`worker.service.call_observers`), the sandbox pool's ``on_created`` and the
-process table's ``on_finished``.
+"""Serving the worker's metrics (:func:`start_metrics`) and where they are observed:
+Celery's ``task_prerun``, the task layer's answers (:mod:`worker.service.call_observers`),
+the sandbox pool's ``on_created`` and the process table's ``on_finished``.
 
 A call is taken in when its task starts (``task_prerun``: its tool, backend and start
 time are noted, its queue wait measured from the sender's ``sbx_sent_at`` header) and
@@ -20,14 +20,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery.signals import task_postrun, task_prerun
+from prometheus_client import disable_created_metrics, start_http_server
 
 from environments.base import Environment
 from environments.registry import backend_names, canonical_name
 from registry.core import registry as tool_registry
 from worker.protocol.tasks import APPROVAL_TASK, SENT_AT_HEADER, TOOL_CALL_TASK
 from worker.service.call_observers import add_answer_observer
-from worker.service.metrics import CALL_STATUSES, WorkerMetrics
+from worker.service.metrics import CALL_STATUSES, RuntimeCollector, WorkerMetrics
 from worker.service.runtime import WorkerRuntime
+from worker.settings import Settings, parse_address
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,23 @@ class _Taken:
     tool: str
     backend: str
     began: float
+
+
+def start_metrics(settings: Settings, svc: WorkerRuntime) -> WorkerMetrics | None:
+    """Serve this worker's metrics on ``settings.metrics_addr`` and start observing
+    (None, and nothing started, when it is unset). Raises ``OSError`` when the
+    address cannot be bound."""
+    if settings.metrics_addr is None:
+        return None
+    # No *_created series: they double what a scrape reads.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
+    metrics = WorkerMetrics()
+    metrics.registry.register(RuntimeCollector(metrics, svc))
+    observe(metrics, svc)
+    host, port = parse_address(settings.metrics_addr)
+    start_http_server(port, addr=host, registry=metrics.registry)
+    log.info("metrics on http://%s/metrics", settings.metrics_addr)
+    return metrics
 
 
 def observe(metrics: WorkerMetrics, svc: WorkerRuntime) -> None:

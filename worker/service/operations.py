@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery
 
 from worker.service.events import configure_events
 from worker.service.health import forget_worker, install_health, record_worker
-from worker.service.metrics import WorkerMetrics, start_metrics
 from worker.service.runtime import WorkerRuntime
 from worker.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.service.metrics import WorkerMetrics
 
 
 @dataclass
@@ -46,7 +48,11 @@ def install_operations(
 ) -> Operations:
     """Metrics (when ``SBX_METRICS_ADDR`` is set), the health consumer and its record,
     and task events (``events`` or ``SBX_EVENTS``) for the worker of ``app``."""
-    metrics = start_metrics(settings, svc)
+    metrics: WorkerMetrics | None = None
+    if settings.metrics_addr is not None:  # prometheus_client is imported only then
+        from worker.service.metrics_hooks import start_metrics
+
+        metrics = start_metrics(settings, svc)
 
     def status() -> dict[str, Any]:
         return {
