@@ -10,6 +10,8 @@ pytest_plugins = [
         "tests.fixtures_workers",
         "tests.fixtures_backends",
         "tests.fixtures_amqp",
+        "tests.fixtures_modal",
+        "tests.fixtures_vercel",
     )
     if importlib.util.find_spec(name) is not None
 ]

@@ -118,7 +118,9 @@ boundary() {  # discard_boundary SIZE CAP ALIGN (environments/base.py), in sh ar
 }
 """
 
-TRIM_HEAD = _SIZE + r"""
+TRIM_HEAD = (
+    _SIZE
+    + r"""
 f=$1; cap=$2; al=$3
 [ -f "$f" ] || exit 44
 size=$(size "$f"); cut=$(boundary "$size" "$cap" "$al")
@@ -140,11 +142,14 @@ elif [ "$4" = probe ]; then
 fi
 echo "sbx-trim $size $cut $ok"
 """
+)
 """Args: ``PATH CAP ALIGN [probe]``. Punches a hole over the head of PATH (see
 ``discard_boundary``), keeping its size. Prints ``sbx-trim SIZE DISCARDED yes|no|unknown``
 (``no``: no ``fallocate --punch-hole`` here; ``unknown``: nothing to do, no probe)."""
 
-READ_OUTPUT = _SIZE + r"""
+READ_OUTPUT = (
+    _SIZE
+    + r"""
 f=$1; lim=$3
 [ -e "$f" ] || exit 44
 [ -d "$f" ] && exit 45
@@ -153,6 +158,7 @@ start=$(boundary "$(size "$f")" "$4" "$5"); [ "$2" -gt "$start" ] && start=$2
 [ "$lim" -gt 0 ] && tail -c +"$(( start + 1 ))" -- "$f" | head -c "$lim"
 printf '\nsbx-window %s %s\n' "$start" "$(size "$f")"
 """
+)
 """Args: ``PATH OFFSET LIMIT CAP ALIGN``. Writes at most LIMIT bytes of PATH from OFFSET or
 the discard boundary, whichever is later, then ``\nsbx-window START SIZE\n`` (SIZE measured
 after the read)."""
@@ -300,9 +306,7 @@ class HelperOps:
     def signal(self, process: SpawnedProcess, signum: int) -> bool:
         start = "" if process.start_time is None else str(process.start_time)
         try:
-            _, out = self._helper(
-                SIGNAL, [str(process.pid), str(process.pgid), start, str(signum)]
-            )
+            _, out = self._helper(SIGNAL, [str(process.pid), str(process.pgid), start, str(signum)])
         except SandboxDead:
             return False
         return out.strip() == b"sbx-signalled"
