@@ -398,6 +398,12 @@ class ProcessTable:
 
     # -- observing -------------------------------------------------------------------------
 
+    def check_owner(self, process_id: str, session_id: str) -> None:
+        """Return when ``session_id`` owns ``process_id`` (running, or only a receipt left);
+        raise :class:`PermissionDenied` or :class:`NotFound` otherwise."""
+        if self._owned(process_id, session_id) is None:
+            self.receipts.read(process_id, session_id, verified=False)
+
     def _owned(self, process_id: str, session_id: str) -> Tracked | None:
         """The tracked process if ``session_id`` owns it; None when only a receipt remains."""
         validate_id(process_id, "process id")

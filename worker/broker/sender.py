@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -20,7 +21,7 @@ from kombu.exceptions import OperationalError
 from registry.results import tool_error
 from worker.broker.app import create_app
 from worker.broker.connection import display_url, redis_client
-from worker.errors import BrokerUnavailable
+from worker.errors import BrokerUnavailable, ForgedResult
 from worker.protocol.ledger import CallLedger, declare_lost
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import TOOL_CALL_TASK
@@ -31,6 +32,16 @@ _LIVENESS_POLL_S = 1.0
 # Reconnection backoff while the broker is unreachable.
 _RECONNECT_FIRST_S = 0.05
 _RECONNECT_MAX_S = 1.0
+
+Accept = Callable[[str], "str | None"]
+"""Opens a mailbox value (``worker.protocol.mac``): the answer, or None for a forged one."""
+
+
+def _forged(call_id: str, count: int) -> ForgedResult:
+    return ForgedResult(
+        f"call {call_id}: {count} answer(s) failed their authentication check (written by "
+        "something other than a worker) and were dropped; no genuine answer came in time"
+    )
 
 
 class CallSender:
@@ -74,16 +85,22 @@ class CallSender:
         """Stop call ``call_id``: a queued call never runs; a running one has its tree killed."""
         self.ledger.request_cancel(call_id)
 
-    def wait_answer(self, call_id: str, wait: float, *, claimed: bool) -> str | None:
+    def wait_answer(
+        self, call_id: str, wait: float, *, claimed: bool, accept: Accept | None = None
+    ) -> str | None:
         """The answer of ``call_id`` within ``wait`` seconds, else None.
 
         ``claimed`` calls (tool calls) whose worker died answer ``lost``, and
         ``{"status": "collected"}`` when their result was taken before. A broker
         that goes away is waited for until the deadline (a worker holds a
         finished call's result until it can deliver it), then :class:`BrokerUnavailable`.
+        ``accept`` opens each mailbox value; values it refuses are dropped and the
+        wait goes on (the real answer may still come), and if nothing else came by
+        the deadline, :class:`~worker.errors.ForgedResult` is raised.
         """
         deadline = time.monotonic() + wait
         backoff = _RECONNECT_FIRST_S
+        forged = 0
         while True:
             remaining = deadline - time.monotonic()
             try:
@@ -91,11 +108,17 @@ class CallSender:
                     call_id, min(_LIVENESS_POLL_S, max(0.0, remaining))
                 )
                 if value is not None:
-                    return value
+                    opened = value if accept is None else accept(value)
+                    if opened is not None:
+                        return opened
+                    forged += 1
+                    continue
                 if claimed and self.ledger.is_lost(call_id):
                     declare_lost(self.ledger, call_id, None)
                     continue
                 if claimed and self.ledger.collected(call_id):
+                    if forged:  # the delivered mark was set, but no genuine answer came
+                        raise _forged(call_id, forged)
                     return tool_error(
                         f"the result of call {call_id} was already collected; "
                         "a result is handed out once",
@@ -115,15 +138,26 @@ class CallSender:
                 backoff = min(backoff * 2, _RECONNECT_MAX_S)
                 continue
             if time.monotonic() >= deadline:
+                if forged:
+                    raise _forged(call_id, forged)
                 return None
 
-    def ask(self, task: str, args: list[Any], wait: float, queue: str | None = None) -> str | None:
+    def ask(
+        self,
+        task: str,
+        args: list[Any],
+        wait: float,
+        queue: str | None = None,
+        *,
+        task_id: str | None = None,
+        accept: Accept | None = None,
+    ) -> str | None:
         """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer)."""
-        task_id = uuid.uuid4().hex
+        task_id = task_id or uuid.uuid4().hex
         self.send(task, args, task_id, queue)
-        return self.wait_answer(task_id, wait, claimed=False)
+        return self.wait_answer(task_id, wait, claimed=False, accept=accept)
 
-    def result(self, call_id: str, wait: float) -> str:
+    def result(self, call_id: str, wait: float, accept: Accept | None = None) -> str:
         """The result JSON of tool call ``call_id``, waiting up to ``wait`` seconds.
 
         Answers ``{"status": "lost"}`` when the call's worker died,
@@ -133,7 +167,7 @@ class CallSender:
         A broker that goes away while waiting is waited for; :class:`BrokerUnavailable`
         if it is still gone at the deadline.
         """
-        value = self.wait_answer(call_id, wait, claimed=True)
+        value = self.wait_answer(call_id, wait, claimed=True, accept=accept)
         if value is not None:
             return value
         return json.dumps(

@@ -21,7 +21,8 @@ from registry.discovery import discover_builtin_tools
 from registry.dispatch import handle_function_call
 from registry.results import tool_error
 from worker.protocol.messages import ToolCallMessage
-from worker.service.boundary import CallerDenied, error_result, verify_caller
+from worker.service.auth import authenticate
+from worker.service.boundary import CallerDenied, error_result
 from worker.service.runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
@@ -57,9 +58,10 @@ def execute_call(
         message = ToolCallMessage.model_validate(raw)
     except ValidationError as exc:
         return tool_error(f"malformed call message: {exc.error_count()} problem(s): "
-                          + "; ".join(e["msg"] for e in exc.errors(include_url=False)))  # fmt: skip
+                          + "; ".join(e["msg"] for e in exc.errors(include_url=False)),
+                          status="invalid")  # fmt: skip
     try:
-        verify_caller(runtime.signer, message.session_id, message.session_token)
+        authenticate(runtime, "call", message, message.session_id, message.proof, message.call_id)
     except CallerDenied as exc:
         return error_result(exc)
     settings = runtime.settings

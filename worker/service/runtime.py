@@ -16,9 +16,10 @@ from environments.pool import SandboxPool
 from process_registry.sessions import SessionSigner
 from registry.approval import ApprovalGuard
 from worker.broker.connection import redis_client, resolve_broker_url, resolve_ledger_url
-from worker.identity import load_signer
+from worker.identity import load_signer, sealer
 from worker.protocol.ledger import CallLedger
 from worker.service.backends import BackendConfigs
+from worker.service.grants import GRANTS_PURPOSE, SealedGrants
 from worker.service.heartbeat import Heartbeat
 from worker.settings import Settings, get_settings
 
@@ -82,18 +83,26 @@ def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRu
         ledger=CallLedger(client, claim_ttl=settings.claim_ttl, lost_after=settings.lost_after),
         pool=SandboxPool(configs=BackendConfigs(settings), idle_ttl=settings.sandbox_idle_ttl),
     )
-    svc.components["approval"] = build_approval_guard(settings, client)
+    svc.components["approval"] = build_approval_guard(settings, client, svc.signer)
     return svc
 
 
-def build_approval_guard(settings: Settings, client: redis.Redis) -> ApprovalGuard:
+def build_approval_guard(
+    settings: Settings, client: redis.Redis, signer: SessionSigner | None = None
+) -> ApprovalGuard:
     """The worker's approval guard: config from ``$SBX_HOME/config.yaml``, state in Redis.
 
     Approvals live in the ledger's Redis so that every worker serving a session
-    sees the same pending approvals and grants.
+    sees the same pending approvals and grants; with ``signer``, a grant counts
+    only with a worker's seal (``worker.service.grants``).
     """
+    from registry.approval.redis_store import RedisApprovalStore
+
+    store: Any = RedisApprovalStore(client)
+    if signer is not None:
+        store = SealedGrants(store, client, sealer(signer, GRANTS_PURPOSE))
     return ApprovalGuard.from_config_file(
-        settings.home / "config.yaml", redis_client=client, mode=settings.approval_mode
+        settings.home / "config.yaml", store=store, mode=settings.approval_mode
     )
 
 

@@ -15,6 +15,7 @@ from celery.exceptions import Ignore
 from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger
 from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
 from worker.service.approvals import execute_approval
+from worker.service.auth import caller_scope
 from worker.service.calls import cancelled_before_start, execute_call
 from worker.service.runtime import WorkerRuntime, runtime
 
@@ -73,8 +74,10 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str:
     heartbeat = svc.heartbeat
     heartbeat.add(call_id, cancel)
     try:
-        result = execute_call(message, svc, cancel=cancel)
-        deliver_result(ledger, call_id, result)
+        # The answer is sealed with the verified caller's token (worker.service.auth).
+        with caller_scope(call_id) as caller:
+            result = execute_call(message, svc, cancel=cancel)
+            deliver_result(ledger, call_id, caller.seal(result))
         return result
     finally:
         heartbeat.finish(call_id)
@@ -85,8 +88,9 @@ def answer_in_mailbox(
 ) -> str:
     """``execute(message, runtime())``, its answer delivered to ``task_id``'s mailbox."""
     svc = runtime()
-    answer = execute(message, svc)
-    deliver_result(svc.ledger, task_id, answer)
+    with caller_scope(task_id) as caller:
+        answer = execute(message, svc)
+        deliver_result(svc.ledger, task_id, caller.seal(answer))
     return answer
 
 

@@ -1,0 +1,88 @@
+"""Session revocation: each session's *epoch*, in the ledger (and mirrored under SBX_HOME).
+
+A v2 token's MAC covers its session's epoch (``process_registry.sessions``):
+``sbx session revoke SID`` moves the epoch, so every token of that session
+minted before stops verifying on every worker at its next call, and tokens
+minted after carry the new epoch. The epoch is kept in the ledger
+(``sbx:session:<id>:epoch``, no expiry) and mirrored to
+``$SBX_HOME/sessions/revoked/`` so that a restart of the embedded ledger,
+which keeps nothing on disk, does not bring revoked tokens back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+
+
+def epoch_key(session_id: str) -> str:
+    """The ledger key holding ``session_id``'s revocation epoch."""
+    return f"sbx:session:{session_id}:epoch"
+
+
+def _mirror(home: Path, session_id: str) -> Path:
+    name = hashlib.sha256(session_id.encode()).hexdigest()[:40]
+    return home / "sessions" / "revoked" / name
+
+
+def _read_mirror(home: Path | None, session_id: str) -> int:
+    if home is None:
+        return 0
+    with contextlib.suppress(OSError, ValueError):
+        fd = os.open(_mirror(home, session_id), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            return int(os.read(fd, 64).strip() or 0)
+        finally:
+            os.close(fd)
+    return 0
+
+
+def _write_mirror(home: Path, session_id: str, epoch: int) -> None:
+    path = _mirror(home, session_id)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".tmp-{secrets.token_hex(6)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, str(epoch).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def read_epoch(client: redis.Redis, session_id: str, home: Path | None = None) -> int:
+    """``session_id``'s revocation epoch (0: never revoked). Raises ``redis.RedisError``."""
+    raw: Any = client.get(epoch_key(session_id))
+    if raw is not None:
+        with contextlib.suppress(ValueError):
+            return int(raw)
+    return _read_mirror(home, session_id)
+
+
+_REVOKE = """
+local now = tonumber(ARGV[1])
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+local floor = tonumber(ARGV[2])
+local epoch = math.max(now, cur + 1, floor + 1)
+redis.call('SET', KEYS[1], epoch)
+return epoch
+"""
+
+
+def revoke(client: redis.Redis, session_id: str, home: Path | None = None) -> int:
+    """Move ``session_id``'s epoch past every earlier one; the new epoch.
+
+    Tokens of the session minted before stop verifying. Raises ``redis.RedisError``.
+    """
+    floor = _read_mirror(home, session_id)
+    epoch = int(client.eval(_REVOKE, 1, epoch_key(session_id), int(time.time() * 1000), floor))
+    if home is not None:
+        _write_mirror(home, session_id, epoch)
+    return epoch
