@@ -16,7 +16,7 @@ import threading
 import time
 from typing import ClassVar
 
-from environments.base import Environment, ExecResult
+from environments.base import Environment, ExecResult, ShellIdentity, ShellState
 from environments.errors import SandboxError
 from environments.shell.driver import SessionShell, ShellResult
 
@@ -50,6 +50,24 @@ class ShellEnvironment(Environment):
             cancel=cancel,
         )
         return self._after_exec(result, started)
+
+    def session_state(self) -> ShellState | None:
+        shell = self.shell
+        if not shell.cwd:
+            return None
+        return ShellState(cwd=shell.cwd, env=dict(shell.env))
+
+    def restore_session_state(self, state: ShellState) -> None:
+        self.shell.restore(state.env, state.cwd)
+
+    def detach(self) -> None:
+        self.shell.close()
+
+    def shell_identity(self) -> ShellIdentity | None:
+        pid = self.shell.shell_pid
+        if pid is None or not self.shell.alive:
+            return None
+        return ShellIdentity(pid=pid, start_time=self.shell.shell_start)
 
     def _before_exec(self) -> None:
         """Runs before each command; default: nothing."""

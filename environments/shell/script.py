@@ -53,8 +53,15 @@ __sbx_run() {{
   wait "$__sbx_pg"
   __sbx_mark E "$?"
 }}
+__sbx_start=
+if [ -n "$__sbx_self" ] && read -r __sbx_st < /proc/$$/stat; then
+  __sbx_st=${{__sbx_st##*) }}
+  set -- $__sbx_st
+  __sbx_start=${{20}}
+  set --
+fi
 __sbx_dump
-__sbx_mark R ''
+__sbx_mark R "$$ $__sbx_start"
 """
 
 

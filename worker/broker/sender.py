@@ -22,6 +22,7 @@ from registry.results import tool_error
 from worker.broker.app import create_app
 from worker.broker.connection import display_url, redis_client
 from worker.errors import BrokerUnavailable, ForgedResult
+from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger, declare_lost
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import TOOL_CALL_TASK
@@ -32,6 +33,8 @@ _LIVENESS_POLL_S = 1.0
 # Reconnection backoff while the broker is unreachable.
 _RECONNECT_FIRST_S = 0.05
 _RECONNECT_MAX_S = 1.0
+REROUTE_CHECK_S = 2.0
+"""How often a sender checks that an unclaimed call still goes to the right worker."""
 
 Accept = Callable[[str], "str | None"]
 """Opens a mailbox value (``worker.protocol.mac``): the answer, or None for a forged one."""
@@ -52,9 +55,14 @@ class CallSender:
         self.broker_url = broker_url
         self.ledger_url = ledger_url
         self.app: Celery = create_app(broker_url, settings)
+        client = redis_client(ledger_url)
         self.ledger = CallLedger(
-            redis_client(ledger_url), claim_ttl=settings.claim_ttl, lost_after=settings.lost_after
+            client,
+            claim_ttl=settings.claim_ttl,
+            lost_after=settings.lost_after,
+            result_ttl=settings.result_ttl,
         )
+        self.leases = LeaseBook(client, presence_ttl=settings.lost_after)
 
     def send(self, task: str, args: list[Any], task_id: str, queue: str | None) -> None:
         """Publish one task message; :class:`BrokerUnavailable` if the broker is down."""
@@ -90,13 +98,13 @@ class CallSender:
     ) -> str | None:
         """The answer of ``call_id`` within ``wait`` seconds, else None.
 
-        ``claimed`` calls (tool calls) whose worker died answer ``lost``, and
-        ``{"status": "collected"}`` when their result was taken before. A broker
+        ``claimed`` calls (tool calls) whose worker died answer ``lost``; a call whose
+        result was taken before answers it again while it is kept (``result_ttl``), then
+        ``{"status": "collected"}``. A broker
         that goes away is waited for until the deadline (a worker holds a
         finished call's result until it can deliver it), then :class:`BrokerUnavailable`.
-        ``accept`` opens each mailbox value; values it refuses are dropped and the
-        wait goes on (the real answer may still come), and if nothing else came by
-        the deadline, :class:`~worker.errors.ForgedResult` is raised.
+        ``accept`` opens each answer; one it refuses is dropped and the wait goes on (the
+        genuine answer may still come); if none came, :class:`~worker.errors.ForgedResult`.
         """
         deadline = time.monotonic() + wait
         backoff = _RECONNECT_FIRST_S
@@ -117,11 +125,15 @@ class CallSender:
                     declare_lost(self.ledger, call_id, None)
                     continue
                 if claimed and self.ledger.collected(call_id):
-                    if forged:  # the delivered mark was set, but no genuine answer came
-                        raise _forged(call_id, forged)
+                    kept = self.ledger.answer(call_id)
+                    opened = kept if kept is None or accept is None else accept(kept)
+                    if opened is not None:
+                        return opened  # a retry of a call whose result was collected
+                    if forged or kept is not None:  # marked delivered, no genuine answer
+                        raise _forged(call_id, forged + 1)
                     return tool_error(
-                        f"the result of call {call_id} was already collected; "
-                        "a result is handed out once",
+                        f"the result of call {call_id} was collected and is no longer "
+                        "kept (SBX_RESULT_TTL)",
                         status="collected",
                         call_id=call_id,
                     )
@@ -141,6 +153,45 @@ class CallSender:
                 if forged:
                     raise _forged(call_id, forged)
                 return None
+
+    def call(
+        self,
+        message: ToolCallMessage,
+        queue: str | None,
+        wait: float,
+        reroute: Callable[[], str | None] | None = None,
+        *,
+        accept: Accept | None = None,
+        sign: Callable[[ToolCallMessage], ToolCallMessage] | None = None,
+    ) -> str:
+        """Send a tool call and wait up to ``wait`` seconds for its result (see :meth:`result`).
+
+        While nobody has claimed it, ``reroute()`` names where it should go now (a worker's
+        own queue, or None for the shared one); when that differs from where it was sent --
+        the worker it was sent to is gone, or its session moved -- it is sent there again,
+        with what is left of its deadline (proved again with ``sign``). The claim key makes
+        a call run at most once however often it was sent. ``accept``: see :meth:`wait_answer`.
+        """
+        self.send_call(message, queue)
+        deadline = time.monotonic() + wait
+        sent_to = queue
+        while True:
+            remaining = deadline - time.monotonic()
+            answer = self.wait_answer(
+                message.call_id, max(0.0, min(REROUTE_CHECK_S, remaining)), claimed=True,
+                accept=accept,
+            )
+            if answer is not None:
+                return answer
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return self._pending(message.call_id, wait)
+            if reroute is not None and not self.ledger.claimed(message.call_id):
+                target = reroute()
+                if target != sent_to:
+                    onward = message.model_copy(update={"deadline_s": remaining})
+                    self.send_call(onward if sign is None else sign(onward), target)
+                    sent_to = target
 
     def ask(
         self,
@@ -170,6 +221,9 @@ class CallSender:
         value = self.wait_answer(call_id, wait, claimed=True, accept=accept)
         if value is not None:
             return value
+        return self._pending(call_id, wait)
+
+    def _pending(self, call_id: str, wait: float) -> str:
         return json.dumps(
             {
                 "status": "pending",

@@ -7,8 +7,10 @@ call whose worker died into a ``lost`` result instead of waiting forever.
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal
 
 from celery import Celery
@@ -27,7 +29,7 @@ from worker.protocol.messages import (
     TerminalResult,
     ToolCallMessage,
 )
-from worker.protocol.tasks import APPROVAL_TASK, PING_TASK
+from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, SESSION_TOOLS
 from worker.settings import Settings, get_settings
 
 # Extra time a client waits beyond the command's own timeout.
@@ -115,16 +117,25 @@ class SandboxClient(ProcessClientMixin):
         """
         if wait is None:
             wait = call_budget(args, self.settings)
+        call_id = call_id or uuid.uuid4().hex
+        reroute: Callable[[], str | None] | None = None
         if queue is None and name == "process" and isinstance(args, dict):
             # A process lives on one worker: its actions go to that worker's own queue.
             process_id = args.get("process_id")
-            queue = self.process_queue(process_id) if isinstance(process_id, str) else None
+            if isinstance(process_id, str):
+                queue = self.process_queue(process_id)
+                reroute = functools.partial(self.process_queue, process_id)
+        elif queue is None and name in SESSION_TOOLS:
+            # The session lives on the worker holding its lease (none yet: the shared queue).
+            queue = self.sender.leases.route(self.session_id)
+            reroute = functools.partial(self.sender.leases.route, self.session_id)
         message = self.call_message(name, args, call_id=call_id, wait=wait)
-        self.sender.send_call(message, queue)
+        accept = answer_opener(self.auth.token, call_id)
         try:
-            return self.result(message.call_id, wait)
+            return self.sender.call(message, queue, wait, reroute, accept=accept,
+                                    sign=self._sign_call)  # fmt: skip
         except KeyboardInterrupt:
-            self.cancel(message.call_id)
+            self.cancel(call_id)
             raise
 
     def call_message(
@@ -140,6 +151,9 @@ class SandboxClient(ProcessClientMixin):
             backend=self.backend,
             deadline_s=call_budget(args, self.settings) if wait is None else wait,
         )
+        return self._sign_call(message)
+
+    def _sign_call(self, message: ToolCallMessage) -> ToolCallMessage:
         return self.auth.sign("call", message)[0]
 
     def cancel(self, call_id: str) -> None:

@@ -32,6 +32,8 @@ from process_registry.tokens.approver import approver_kid
 from process_registry.tokens.primitives import canonical, mac, same
 
 PROOF_FIELDS = frozenset({"proof", "approver", "child_proof"})
+ROUTING_FIELDS = frozenset({"handoffs"})
+"""Fields workers change on a message's way (a routing counter): not covered by proofs."""
 SEAL_PREFIX = "sbx-sealed:1:"
 MAX_CLOCK_SKEW_S = 300
 """How far in the future a proof's ``issued`` time may be (machines' clocks differ)."""
@@ -62,8 +64,10 @@ class ApproverProof(BaseModel):
 
 
 def message_body(kind: str, message: BaseModel) -> bytes:
-    """The bytes a proof covers: ``kind`` and every field of ``message`` but the proofs."""
-    return canonical([kind, message.model_dump(mode="json", exclude=set(PROOF_FIELDS))])
+    """The bytes a proof covers: ``kind`` and every field of ``message`` but the proofs
+    and :data:`ROUTING_FIELDS`."""
+    exclude = set(PROOF_FIELDS | ROUTING_FIELDS)
+    return canonical([kind, message.model_dump(mode="json", exclude=exclude)])
 
 
 def prove(token: str, body: bytes, *, issued: int | None = None) -> CallProof:

@@ -143,6 +143,9 @@ class DockerEnvironment(scripts.HelperOps, SandboxShellEnvironment):
         """Id of the session's container, creating or starting it if needed."""
         return self._container(verify=self._cid is None)
 
+    def attach(self) -> str:
+        return self.container_id
+
     def _container(self, *, verify: bool) -> str:
         if self._cid is not None and not verify:
             return self._cid

@@ -22,6 +22,7 @@ from environments.backends.local import pty
 from environments.base import (
     OUTPUT_ALIGN,
     HeadTrim,
+    ShellIdentity,
     SpawnedProcess,
     discard_boundary,
 )
@@ -286,6 +287,15 @@ class LocalEnvironment(ShellEnvironment):
 
     def boot_id(self) -> str | None:
         return boot_id()
+
+    def end_stale_shell(self, shell: ShellIdentity) -> bool:
+        if self.shell.alive and self.shell.shell_pid == shell.pid:
+            return False
+        start = process_start_time(shell.pid)
+        if start is None or (shell.start_time is not None and start != shell.start_time):
+            return False  # gone, or the pid is another process now: never signal it
+        _kill_tree(shell.pid, signal.SIGKILL, {})
+        return True
 
     def is_running(self, process: SpawnedProcess) -> bool:
         start = process_start_time(process.pid)

@@ -83,6 +83,10 @@ class ModalEnvironment(scripts.HelperOps, SandboxShellEnvironment):
     def sandbox_id(self) -> str:
         return str(self._sandbox.object_id) if self._sandbox is not None else self.name
 
+    def attach(self) -> str:
+        self._ensure(verify=self._sandbox is None)
+        return self.sandbox_id
+
     def _client(self) -> Any:
         return sdk.client(self.config)
 

@@ -128,7 +128,7 @@ class SSHEnvironment(scripts.HelperOps, ShellEnvironment):
 
     @property
     def sandbox_id(self) -> str:
-        return f"ssh:{self.where}:{self._shell_pid}"
+        return f"ssh:{self.where}"
 
     # -- channels ----------------------------------------------------------------
 
