@@ -121,7 +121,7 @@ def test_self_approval_with_the_approval_id_or_the_session_token_fails(
     broker, ledger = ledger_urls(sbx_home, None)
     victim = tmp_path / "victim"
     victim.mkdir()
-    command = f"rm -rf {victim}"
+    command = f"cd {tmp_path} && rm -rf victim"
     with SandboxClient(session_id="appr", settings=settings_for(sbx_home, None)) as client:
         refused = json.loads(client.tool_call("terminal", {"command": command}))
         assert refused["status"] == "approval_required"
@@ -150,7 +150,9 @@ def test_the_cli_approves_only_with_the_approver_credential(
     start_worker(None)
     broker, ledger = ledger_urls(sbx_home, None)
     with SandboxClient(session_id="cli-appr", settings=settings_for(sbx_home, None)) as client:
-        refused = json.loads(client.tool_call("terminal", {"command": f"rm -rf {tmp_path}/x"}))
+        refused = json.loads(
+            client.tool_call("terminal", {"command": f"cd {tmp_path} && rm -rf x"})
+        )
         token = client.session_token
     elsewhere = tmp_path / "elsewhere"  # a machine without the key
     env = {"SBX_HOME": str(elsewhere), "SBX_BROKER_URL": broker, "SBX_LEDGER_URL": ledger,
