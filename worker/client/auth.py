@@ -19,7 +19,7 @@ import redis
 from pydantic import BaseModel
 
 from process_registry.sessions import token_info
-from worker.errors import TokenRequired
+from worker.errors import BrokerUnavailable, TokenRequired
 from worker.identity import can_mint, keyring_store, load_signer, local_approver_token
 from worker.protocol.mac import (
     ApproverProof,
@@ -118,6 +118,12 @@ def client_auth(
     signer = load_signer(settings)
 
     def mint() -> str:
-        return signer.token(session_id, epoch=read_epoch(ledger, session_id, settings.home))
+        try:
+            epoch = read_epoch(ledger, session_id, settings.home)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise BrokerUnavailable(
+                f"cannot reach the ledger to mint a token: {exc}; the call was not sent"
+            ) from None
+        return signer.token(session_id, epoch=epoch)
 
     return ClientAuth(session_id, None, mint=mint, approver=approver_credential)

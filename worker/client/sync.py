@@ -13,14 +13,15 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Literal
 
+import redis
 from celery import Celery
 
 from process_registry.sessions import InvalidSessionId, validate_session_id
-from worker.broker.connection import resolve_broker_url, resolve_ledger_url
+from worker.broker.connection import display_url, resolve_broker_url, resolve_ledger_url
 from worker.broker.sender import CallSender
 from worker.client.auth import ClientAuth, client_auth
 from worker.client.processes import ProcessClientMixin
-from worker.errors import ClientError, SessionRequired
+from worker.errors import BrokerUnavailable, ClientError, SessionRequired
 from worker.protocol.ledger import CallLedger
 from worker.protocol.mac import answer_opener
 from worker.protocol.messages import (
@@ -127,8 +128,8 @@ class SandboxClient(ProcessClientMixin):
                 reroute = functools.partial(self.process_queue, process_id)
         elif queue is None and name in SESSION_TOOLS:
             # The session lives on the worker holding its lease (none yet: the shared queue).
-            queue = self.sender.leases.route(self.session_id)
-            reroute = functools.partial(self.sender.leases.route, self.session_id)
+            queue = self._session_route()
+            reroute = self._session_route
         message = self.call_message(name, args, call_id=call_id, wait=wait)
         accept = answer_opener(self.auth.token, call_id)
         try:
@@ -155,6 +156,19 @@ class SandboxClient(ProcessClientMixin):
 
     def _sign_call(self, message: ToolCallMessage) -> ToolCallMessage:
         return self.auth.sign("call", message)[0]
+
+    def _session_route(self) -> str | None:
+        """The own queue of the worker serving this session (None: the shared queue).
+
+        Raises :class:`~worker.errors.BrokerUnavailable` when the ledger is unreachable
+        (the call is then not sent)."""
+        try:
+            return self.sender.leases.route(self.session_id)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise BrokerUnavailable(
+                f"cannot reach the ledger at {display_url(self.ledger_url)}: {exc}; "
+                "the call was not sent"
+            ) from None
 
     def cancel(self, call_id: str) -> None:
         """Stop call ``call_id``: a queued call never runs; a running one has its tree killed.

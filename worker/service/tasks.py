@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
 from worker.service.approvals import execute_approval
 from worker.service.auth import CallerScope, caller_scope
 from worker.service.calls import cancelled_before_start, prepare_call, run_call, uses_session
+from worker.service.dispatcher import Busy
 from worker.service.runtime import WorkerRuntime, runtime
 
 log = logging.getLogger(__name__)
@@ -80,7 +82,8 @@ def _run_claimed(
 ) -> str | None:
     ledger = svc.ledger
     prepared = prepare_call(message, svc)
-    claim = ledger.claim(call_id, svc.worker_id)
+    session_id = "" if isinstance(prepared, str) else prepared.session_id
+    claim = ledger.claim(call_id, svc.worker_id, session_id)
     if claim == DUPLICATE:
         # A redelivery: the first delivery runs (or ran) it and delivers the result.
         raise Ignore()
@@ -106,14 +109,42 @@ def _run_claimed(
         svc.heartbeat.finish(call_id)
         return prepared
     cancel = Cancellation()
-    heartbeat = svc.heartbeat
-    heartbeat.add(call_id, cancel)
+    svc.heartbeat.add(call_id, cancel)
+    # Sealed with the verified caller's token, also on the dispatcher's thread.
+    job: Callable[[], str] = functools.partial(
+        _run_taken, svc, call_id, prepared, cancel, moved_from, caller.seal
+    )
+    if svc.dispatcher is None:
+        return job()
     try:
-        result = run_call(prepared, svc, cancel=cancel, moved_from=moved_from)
+        svc.dispatcher.submit(prepared.session_id, job)
+    except Busy as exc:
+        result = tool_error(str(exc), status="busy")
         deliver_result(ledger, call_id, caller.seal(result))
+        svc.heartbeat.finish(call_id)
+        return result
+    return None
+
+
+def _run_taken(
+    svc: WorkerRuntime,
+    call_id: str,
+    message: ToolCallMessage,
+    cancel: Cancellation,
+    moved_from: str | None,
+    seal: Callable[[str], str],
+) -> str:
+    """Run a claimed call and deliver its result, sealed with ``seal`` (on a runner thread
+    of the dispatcher)."""
+    try:
+        if cancel.is_set():  # cancelled while it waited behind its session's earlier calls
+            result = cancelled_before_start(call_id)
+        else:
+            result = run_call(message, svc, cancel=cancel, moved_from=moved_from)
+        deliver_result(svc.ledger, call_id, seal(result))
         return result
     finally:
-        heartbeat.finish(call_id)
+        svc.heartbeat.finish(call_id)
 
 
 def _hand_over(svc: WorkerRuntime, message: ToolCallMessage, queue: str, holder: str) -> None:
