@@ -52,6 +52,14 @@ class IntegrityError(ProcessTableError, ValueError):
     """A stored receipt does not match its own hash."""
 
 
+class InvalidRead(ProcessTableError, Invalid):
+    """A ``log`` read with a negative or out-of-range offset or limit."""
+
+
+MAX_OFFSET = (1 << 53) - 1
+"""Largest offset or limit a read takes (exact in any JSON number)."""
+
+
 def redact(text: str) -> str:
     """Forced redaction of ``text`` through ``process_registry.redact.redact_text``.
 

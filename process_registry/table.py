@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from environments.base import Environment, SpawnedProcess
-from environments.errors import Invalid, Unsupported
+from environments.errors import Unsupported
 
 from .adoption import adopt_all, adopt_one
 from .atomic import ensure_private_dir, validate_id
@@ -44,7 +44,9 @@ from .checkpoints import CheckpointStore
 from .continuations import ContinuationStore
 from .in_context import CONTEXT_BYTES
 from .models import (
+    MAX_OFFSET,
     AlreadyExists,
+    InvalidRead,
     LogChunk,
     PermissionDenied,
     ProcessInfo,
@@ -81,14 +83,6 @@ _FINISHED_KEPT = 256
 
 class PtyUnsupported(ProcessTableError, ValueError):
     """``pty`` was asked of a backend that cannot run background processes on a pty."""
-
-
-class InvalidRead(ProcessTableError, Invalid):
-    """A ``log`` read with a negative or out-of-range offset or limit."""
-
-
-MAX_OFFSET = (1 << 53) - 1
-"""Largest offset or limit a read takes (exact in any JSON number)."""
 
 
 class InputUnsupported(ProcessTableError, ValueError):

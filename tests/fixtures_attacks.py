@@ -28,6 +28,20 @@ ARGS = json.loads({args!r})
 def report(**fields):
     print(json.dumps(fields))
     sys.exit(0)
+def ledger():
+    from worker.broker.connection import redis_client
+    try:
+        client = redis_client(ARGS["ledger"])
+        client.ping()
+    except Exception:
+        report(reached=False)
+    return client
+def client_settings():
+    # A home of its own: no key to mint anything with (a jailed sandbox sees none either).
+    import tempfile
+    from worker.settings import Settings
+    return Settings(home=tempfile.mkdtemp(), broker_url=ARGS["broker"],
+                    ledger_url=ARGS["ledger"])
 """
 
 

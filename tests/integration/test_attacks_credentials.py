@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 import threading
 import uuid
 from pathlib import Path
@@ -16,18 +14,13 @@ from typing import Any
 import pytest
 
 from tests.fixtures_attacks import attack, ledger_urls, script
-from tests.fixtures_workers import settings_for, worker_env
-from tests.helpers import REPO, wait_until
+from tests.fixtures_workers import sbx, settings_for
+from tests.helpers import wait_until
 from worker.client import SandboxClient
 from worker.errors import ForgedResult
 
 FORGE_RESULT = """
-from worker.broker.connection import redis_client
-try:
-    r = redis_client(ARGS["ledger"])
-    r.ping()
-except Exception:
-    report(reached=False)
+r = ledger()
 call = ARGS["call_id"]
 fake = json.dumps({"output": "FORGED-7Q\\n", "exit_code": 0, "error": None, "cwd": "/",
                    "truncated": False, "duration_ms": 1})
@@ -38,18 +31,10 @@ report(reached=True)
 """
 
 SELF_APPROVE = """
-import tempfile
 from worker.client import SandboxClient
-from worker.settings import Settings
-from worker.broker.connection import redis_client
 from registry.approval.store import command_digest
-try:
-    r = redis_client(ARGS["ledger"])
-    r.ping()
-except Exception:
-    report(reached=False)
-# A home of its own: no key to mint anything with (a jailed sandbox sees none either).
-settings = Settings(home=tempfile.mkdtemp(), broker_url=ARGS["broker"], ledger_url=ARGS["ledger"])
+r = ledger()
+settings = client_settings()
 answers = {}
 for name, token in (("given", ARGS["token"]), ("guessed", "sbx1." + "B" * 43)):
     with SandboxClient(session_id=ARGS["session"], session_token=token, settings=settings,
@@ -66,28 +51,14 @@ report(reached=True, **answers)
 """
 
 USE_TOKEN = """
-import tempfile
 from worker.client import SandboxClient
-from worker.settings import Settings
-from worker.broker.connection import redis_client
-try:
-    redis_client(ARGS["ledger"]).ping()
-except Exception:
-    report(reached=False)
-settings = Settings(home=tempfile.mkdtemp(), broker_url=ARGS["broker"], ledger_url=ARGS["ledger"])
+ledger()
+settings = client_settings()
 with SandboxClient(session_id=ARGS["session"], session_token=ARGS["token"],
                    settings=settings) as c:
     answer = json.loads(c.tool_call("terminal", {"command": "echo ran-7Z"}))
 report(reached=True, status=answer.get("status"), ran="ran-7Z" in (answer.get("output") or ""))
 """
-
-
-def sbx(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker.cli.main", *args],
-        env=worker_env(home, None, **env), cwd=str(REPO),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize("block", [False, True], ids=["genuine-follows", "genuine-blocked"])

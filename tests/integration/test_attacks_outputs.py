@@ -6,14 +6,11 @@ process ids, and a continuation without the child's consent (issue 12)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from tests.fixtures_attacks import attack, ledger_urls, script
-from tests.fixtures_workers import settings_for, worker_env
-from tests.helpers import REPO
+from tests.fixtures_workers import sbx, settings_for
 from worker.client import SandboxClient
 from worker.errors import ProcessError
 
@@ -64,16 +61,10 @@ report(reached=True)
 """
 
 CONTINUE_WITHOUT_CONSENT = """
-import tempfile
 from worker.client import SandboxClient
 from worker.errors import ProcessError, TokenRequired
-from worker.settings import Settings
-from worker.broker.connection import redis_client
-try:
-    redis_client(ARGS["ledger"]).ping()
-except Exception:
-    report(reached=False)
-settings = Settings(home=tempfile.mkdtemp(), broker_url=ARGS["broker"], ledger_url=ARGS["ledger"])
+ledger()
+settings = client_settings()
 answers = {}
 with SandboxClient(session_id=ARGS["parent"], session_token=ARGS["parent_token"],
                    settings=settings) as c:
@@ -87,14 +78,6 @@ with SandboxClient(session_id=ARGS["parent"], session_token=ARGS["parent_token"]
             answers[name] = exc.status
 report(reached=True, **answers)
 """
-
-
-def sbx(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker.cli.main", *args],
-        env=worker_env(home, None, **env), cwd=str(REPO),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
 
 
 def leaked(text: str, minimum: int = 6) -> list[str]:

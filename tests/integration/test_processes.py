@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.fixtures_workers import settings_for, worker_env
-from tests.helpers import REPO, files_containing, wait_until
+from tests.fixtures_workers import sbx, settings_for
+from tests.helpers import files_containing, wait_until
 from worker.client import SandboxClient
 from worker.errors import ProcessError
 
@@ -32,15 +30,6 @@ def launch(start_worker: Any) -> Any:
 
 def client(home: Path, session: str, broker_url: str | None = None, **kw: Any) -> SandboxClient:
     return SandboxClient(session_id=session, settings=settings_for(home, broker_url), **kw)
-
-
-def sbx(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """The ``sbx`` CLI as a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "worker.cli.main", *args],
-        env=worker_env(home, None, **env), cwd=str(REPO),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
 
 
 def token(home: Path, session: str) -> str:
