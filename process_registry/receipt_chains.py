@@ -98,8 +98,13 @@ class ChainHeads:
             chain["pending"] = None
         return chain
 
-    def save(self, chain: dict[str, Any]) -> None:
-        """Persist ``chain`` atomically, sealed and fsynced (file and directory)."""
+    def save(self, chain: dict[str, Any], *, durable: bool = True) -> None:
+        """Persist ``chain`` atomically and sealed; ``durable``: fsynced (file and directory).
+
+        The ``pending`` note before a receipt need not be durable: a power cut that
+        loses it loses the unsynced receipt too, or leaves a head one step behind a
+        synced receipt, which verify reports rather than hides.
+        """
         pruned = chain["pruned"]
         # Bounded: only the newest pruned hashes can still be someone's predecessor.
         keep = sorted(pruned, key=int)[-self.keep_pruned :]
@@ -108,5 +113,6 @@ class ChainHeads:
         if self.sealer is not None:
             chain["mac"] = self.sealer.seal(CHAIN_PURPOSE, _body(chain))
         data = json.dumps({k: v for k, v in chain.items() if k != "exists"}, sort_keys=True)
-        atomic_write(self.dir, chain_file(chain["session"]), data.encode())
+        atomic_write(self.dir, chain_file(chain["session"]), data.encode(),
+                     fsync_file=durable, fsync_dir=durable)  # fmt: skip
         chain["exists"] = True

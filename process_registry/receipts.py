@@ -177,7 +177,7 @@ class ReceiptStore:
                 seal = self.sealer.seal(RECEIPT_PURPOSE, receipt.sha256)
                 receipt = receipt.model_copy(update={"mac": seal})
             chain["pending"] = {"process_id": receipt.process_id, "sha256": receipt.sha256}
-            self.heads.save(chain)
+            self.heads.save(chain, durable=False)
             stamp = os.stat(self.dir).st_mtime_ns
             atomic_write(
                 self.dir,

@@ -12,7 +12,8 @@ The newest key signs (``SBX_SECRET_KEY`` first when set); every key verifies
 until it is removed (``sbx keys remove KID``). A key id is derived from the
 key itself (:func:`key_id`), so every machine holding the same key names it
 the same way without coordination. :meth:`KeyringStore.current` notices keys
-added or removed by another process (a stat per call) and reloads.
+added or removed by another process within :data:`RECHECK_S` (it looks at the
+files' stamps at most that often) and reloads.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from .primitives import b64, derive
 
 KEY_ID_RE = re.compile(r"[A-Za-z0-9_-]{8}\Z")
 MIN_SECRET_BYTES = 16
+RECHECK_S = 1.0
+"""How often the key files are looked at for keys added or removed meanwhile."""
 
 
 class KeyringError(ValueError):
@@ -154,6 +157,7 @@ class KeyringStore:
         self._lock = threading.Lock()
         self._stamp: tuple[object, ...] | None = None
         self._ring: Keyring | None = None
+        self._checked = 0.0
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -183,8 +187,12 @@ class KeyringStore:
         ``create`` generates ``secret.key`` when there is no key at all.
         Raises :class:`KeyringError` when there is none and ``create`` is False.
         """
+        ring, now = self._ring, time.monotonic()
+        if ring is not None and now - self._checked < RECHECK_S:
+            return ring  # a verification per call must not cost two stats
         with self._lock:
             state = self._state()
+            self._checked = now
             if self._ring is not None and state == self._stamp:
                 return self._ring
             keys = self._load()
@@ -248,6 +256,7 @@ class KeyringStore:
             _write_exclusive(self.dir / f"{kid}.key", body)
         except FileExistsError:
             raise KeyringError(f"key {kid} is in the keyring already") from None
+        self._checked = 0.0  # this process sees its own change at once
         return Key(kid, secret, created, "keys/")
 
     def remove(self, kid: str) -> Key:
@@ -266,4 +275,5 @@ class KeyringStore:
             raise KeyringError(f"key {kid} is the only key: rotate first")
         path = self.legacy if key.source == "secret.key" else self.dir / f"{kid}.key"
         os.unlink(path)
+        self._checked = 0.0
         return key
