@@ -118,3 +118,15 @@ def test_a_running_processs_unfinished_line_is_held_back(
     assert chunk.text == "first\n" and not leaked(chunk.text)
     assert GITHUB[:12] not in table.poll(rec.process_id, "s-owner").output_tail
     table.kill(rec.process_id, "s-owner")
+
+
+def test_a_redacted_command_keeps_its_surrounding_characters(
+    table: ProcessTable, env: LocalEnvironment
+) -> None:
+    command = f'echo "TOKEN={GITHUB}" && export API_KEY={PASSWORD}; true'
+    rec = table.start(env, command, owner_session_id="s-owner")
+    kept = 'echo "TOKEN=ghp_...[REDACTED]" && export API_KEY=[REDACTED]; true'
+    assert rec.command == kept
+    table.wait(rec.process_id, "s-owner", timeout=60)
+    assert table.poll(rec.process_id, "s-owner").command == kept
+    assert table.receipts.read(rec.process_id, "s-owner").command == kept
