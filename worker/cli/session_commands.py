@@ -62,7 +62,12 @@ def cmd_session(args: argparse.Namespace) -> int:
     if len(args.ids) != 1:
         fail(f"usage: sbx session {args.action} SESSION_ID", EXIT_USAGE)
     session = _session_id(args.ids[0])
-    _need_key(settings)
+    from .session_key import ensure_signing_key
+
+    created = ensure_signing_key(settings)  # exit 3 without one, unless embedded
+    if created is not None:
+        sys.stderr.write(f"sbx: created the secret key {created} (mode 0600); workers "
+                         "using this home verify tokens with it\n")  # fmt: skip
     from worker.identity import load_signer
     from worker.protocol.revocations import read_epoch, revoke
 

@@ -83,6 +83,7 @@ class SandboxClient(ProcessClientMixin):
         # ledger's Redis: the broker itself when it is Redis (see worker.broker.connection).
         self.ledger_url = resolve_ledger_url(self.settings, self.broker_url)
         self.sender = CallSender(self.broker_url, self.ledger_url, self.settings)
+        self._known_route: str | None = None
         self.app: Celery = self.sender.app
         """The Celery app messages are published with."""
         self.ledger: CallLedger = self.sender.ledger
@@ -129,15 +130,18 @@ class SandboxClient(ProcessClientMixin):
         elif queue is None and name in SESSION_TOOLS:
             # The session lives on the worker holding its lease (none yet: the shared queue).
             queue = self._session_route()
-            reroute = self._session_route
+            reroute = functools.partial(self._session_route, refresh=True)
         message = self.call_message(name, args, call_id=call_id, wait=wait)
         accept = answer_opener(self.auth.token, call_id)
         try:
-            return self.sender.call(message, queue, wait, reroute, accept=accept,
-                                    sign=self._sign_call)  # fmt: skip
+            answer = self.sender.call(message, queue, wait, reroute, accept=accept,
+                                      sign=self._sign_call)  # fmt: skip
         except KeyboardInterrupt:
             self.cancel(call_id)
             raise
+        if '"session_moved": true' in answer:
+            self._known_route = None  # served elsewhere from now on: ask again next time
+        return answer
 
     def call_message(
         self, name: str, args: Any, *, call_id: str | None = None, wait: float | None = None
@@ -157,13 +161,19 @@ class SandboxClient(ProcessClientMixin):
     def _sign_call(self, message: ToolCallMessage) -> ToolCallMessage:
         return self.auth.sign("call", message)[0]
 
-    def _session_route(self) -> str | None:
+    def _session_route(self, *, refresh: bool = False) -> str | None:
         """The own queue of the worker serving this session (None: the shared queue).
 
-        Raises :class:`~worker.errors.BrokerUnavailable` when the ledger is unreachable
-        (the call is then not sent)."""
+        A known route is reused without asking the ledger: a call that reaches a worker
+        no longer serving the session is handed on by it, and one sent to a worker that
+        is gone is re-sent when it stays unclaimed (``refresh``). Raises
+        :class:`~worker.errors.BrokerUnavailable` when the ledger is unreachable (the
+        call is then not sent)."""
+        if self._known_route is not None and not refresh:
+            return self._known_route
         try:
-            return self.sender.leases.route(self.session_id)
+            self._known_route = self.sender.leases.route(self.session_id)
+            return self._known_route
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise BrokerUnavailable(
                 f"cannot reach the ledger at {display_url(self.ledger_url)}: {exc}; "

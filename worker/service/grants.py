@@ -10,7 +10,9 @@ counts only when its seal checks:
   command's digest, the approval id and the expiry; it is honoured once per
   approval id (a replayed seal of a consumed approval grants nothing);
 * a ``session`` grant: per pattern key, ``<expiry>:<seal>`` over the session,
-  the key and the expiry.
+  the key and the expiry;
+* an ``always`` grant (that exact command, every session): a seal over the
+  command's digest, kept as long as the grant.
 
 A grant without a valid seal is ignored (and logged): the command is refused
 again, as if never approved. Everything else is the wrapped store's.
@@ -26,7 +28,13 @@ from typing import Any
 import redis
 
 from process_registry.tokens.sealer import Sealer
-from registry.approval.store import ApprovalStore, PendingApproval, Scope, command_digest
+from registry.approval.store import (
+    ALWAYS,
+    ApprovalStore,
+    PendingApproval,
+    Scope,
+    command_digest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +103,10 @@ class SealedGrants:
             key = f"{_PREFIX}once:{digest}"
             self.client.set(key, f"{record.approval_id}:{expires}:{seal}", px=int(once_ttl * 1000))
             return [key]
+        if scope == "always":
+            digest = command_digest(ALWAYS, record.command)
+            self.client.hset(f"{_PREFIX}always", digest, self.sealer.seal("always", digest))
+            return []
         keys = record.pattern_keys or (record.pattern_key,)
         self._seal_session_keys(session, keys)
         return []
@@ -151,6 +163,17 @@ class SealedGrants:
             log.warning("session approvals without a valid seal were ignored (session %s)",
                         session_id)  # fmt: skip
         return frozenset(valid)
+
+    def always_allowed(self, command: str) -> bool:
+        """True only for an always-grant whose seal checks."""
+        if not self.inner.always_allowed(command):
+            return False
+        digest = command_digest(ALWAYS, command)
+        seal: Any = self.client.hget(f"{_PREFIX}always", digest)
+        if seal is not None and self.sealer.check(_s(seal), "always", digest) == "ok":
+            return True
+        log.warning("an 'always' approval without a valid seal was ignored")
+        return False
 
     def add_session_keys(self, session_id: str, keys: Iterable[str]) -> None:
         keys = list(keys)
