@@ -47,6 +47,7 @@ with SandboxClient(session_id=ARGS["session"], session_token=ARGS["token"],
 digest = command_digest(ARGS["session"], ARGS["command"])
 r.set(f"sbx:approval:once:{digest}", "9999999999")
 r.sadd(f"sbx:approval:session:{ARGS['session']}", ARGS["pattern_key"])
+r.sadd("sbx:approval:always", command_digest("*", ARGS["command"]))
 report(reached=True, **answers)
 """
 
