@@ -52,6 +52,14 @@ class IntegrityError(ProcessTableError, ValueError):
     """A stored receipt does not match its own hash."""
 
 
+class InvalidRead(ProcessTableError, Invalid):
+    """A ``log`` read with a negative or out-of-range offset or limit."""
+
+
+MAX_OFFSET = (1 << 53) - 1
+"""Largest offset or limit a read takes (exact in any JSON number)."""
+
+
 def redact(text: str) -> str:
     """Forced redaction of ``text`` through ``process_registry.redact.redact_text``.
 
@@ -135,7 +143,9 @@ class Receipt(BaseModel):
 
     ``seq`` numbers the receipts of one owner session from 1; ``prev_sha256``
     is the ``sha256`` of that session's previous receipt (None for the first);
-    ``sha256`` covers the canonical JSON of every other field.
+    ``sha256`` covers the canonical JSON of every other field but ``mac``;
+    ``mac`` is the worker's seal over ``sha256`` (``<kid>.<mac>``, a key only
+    workers hold: docs/processes.md, "What verify proves").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -158,10 +168,11 @@ class Receipt(BaseModel):
     seq: int = 0
     prev_sha256: str | None = None
     sha256: str = ""
+    mac: str = ""
 
     def canonical_bytes(self) -> bytes:
-        """The hashed form: sorted-key compact JSON of all fields but ``sha256``."""
-        body: dict[str, Any] = self.model_dump(exclude={"sha256"})
+        """The hashed form: sorted-key compact JSON of all fields but ``sha256`` and ``mac``."""
+        body: dict[str, Any] = self.model_dump(exclude={"sha256", "mac"})
         return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
     def compute_sha256(self) -> str:
@@ -170,7 +181,9 @@ class Receipt(BaseModel):
 
     def sealed(self, seq: int, prev_sha256: str | None) -> Receipt:
         """This receipt placed in its session chain, with its own hash filled in."""
-        placed = self.model_copy(update={"seq": seq, "prev_sha256": prev_sha256, "sha256": ""})
+        placed = self.model_copy(
+            update={"seq": seq, "prev_sha256": prev_sha256, "sha256": "", "mac": ""}
+        )
         return placed.model_copy(update={"sha256": placed.compute_sha256()})
 
     def is_intact(self) -> bool:

@@ -7,15 +7,17 @@ Layout under ``$SBX_HOME/logs``:
   writer gets :class:`AlreadyExists`). Its mtime is its completion time,
   which retention sorts by.
 * ``process-chains/<hash of session>.json``: the head of each session's hash
-  chain (seq + sha256 of its latest receipt), the receipt being written
-  (``pending``, so a crash between the two files is rolled forward), and the
-  hashes of pruned receipts (so retention is not mistaken for tampering).
+  chain (:mod:`process_registry.receipt_chains`), fsynced with every receipt.
 
 Contracts: ``command`` and ``output`` are redacted here whatever the caller
 did (forced); output is cut to ``output_cap`` bytes (head + tail + marker);
-:meth:`ReceiptStore.read` and :meth:`ReceiptStore.list` return only receipts
-the reader session may read (owner or compression continuation);
-:meth:`ReceiptStore.verify` reports edited, deleted and reordered receipts.
+with a ``sealer`` (workers always pass one) each receipt and chain head is
+sealed with a key only keyring holders have; :meth:`ReceiptStore.read` and
+:meth:`ReceiptStore.list` return only receipts the reader session may read
+(owner or compression continuation), and ``read`` only intact, sealed ones;
+:meth:`ReceiptStore.verify` reports edited, deleted and reordered receipts
+and a deleted or changed chain head (:mod:`process_registry.receipt_verify`).
+A symlink or special file where a receipt should be reads as no receipt.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ import bisect
 import builtins
 import contextlib
 import fcntl
-import hashlib
-import json
 import os
 import threading
 import time
@@ -44,6 +44,7 @@ from .atomic import (
     validate_id,
 )
 from .continuations import ContinuationStore
+from .in_context import redacted_span
 from .models import (
     AlreadyExists,
     IntegrityError,
@@ -54,6 +55,9 @@ from .models import (
     redact,
 )
 from .output_cap import lead_cut
+from .receipt_chains import RECEIPT_PURPOSE, ChainHeads
+from .receipt_verify import verify_sessions
+from .tokens.sealer import Sealer
 
 DEFAULT_MAX_AGE = 7 * 24 * 3600.0
 DEFAULT_MAX_COUNT = 1000
@@ -78,7 +82,9 @@ def excerpt(
     """Head and tail of bytes ``[start, total)`` of a stream, cut at line ends, for a receipt.
 
     Cutting at newlines (when there is one near the cut) keeps a secret on one
-    line whole on one side, so the redactor still recognises it. ``start`` > 0
+    line whole on one side; each part is also redacted in its context (the
+    bytes around it, :func:`~process_registry.in_context.redacted_span`), so
+    a cut inside a long line shows no part of a secret either. ``start`` > 0
     (the process output cap discarded the head) begins the text with a marker
     saying how many bytes went, and the head at the next line start.
     """
@@ -89,23 +95,18 @@ def excerpt(
         first = start + lead_cut(head, line=True)
         lead = f"[... {first} earlier bytes discarded (process output cap) ...]\n"
     if total - first <= cap - len(lead):
-        return lead + read_at(first, total - first).decode(errors="replace"), start > 0
+        return lead + redacted_span(read_at, first, total, floor=start, total=total), start > 0
     half = (cap - len(lead) - 64) // 2  # room for both markers: the store bounds it again
     head = read_at(first, half)
     nl = head.rfind(b"\n")
-    if nl >= half // 2:
-        head = head[: nl + 1]
+    head_end = first + (nl + 1 if nl >= half // 2 else len(head))
     tail = read_at(total - half, half)
     nl = tail.find(b"\n")
-    if 0 <= nl < half // 2:
-        tail = tail[nl + 1 :]
-    omitted = total - first - len(head) - len(tail)
-    text = lead + head.decode(errors="replace") + f"\n... [{omitted} bytes omitted] ...\n"
-    return text + tail.decode(errors="replace"), True
-
-
-def _session_file(session_id: str) -> str:
-    return hashlib.sha256(session_id.encode()).hexdigest()[:40] + ".json"
+    tail_start = total - half + (nl + 1 if 0 <= nl < half // 2 else 0)
+    omitted = tail_start - head_end
+    text = lead + redacted_span(read_at, first, head_end, floor=start, total=total)
+    text += f"\n... [{omitted} bytes omitted] ...\n"
+    return text + redacted_span(read_at, tail_start, total, floor=start, total=total), True
 
 
 class ReceiptStore:
@@ -120,7 +121,10 @@ class ReceiptStore:
         max_count: int = DEFAULT_MAX_COUNT,
         output_cap: int = DEFAULT_OUTPUT_CAP,
         clock: Callable[[], float] = time.time,
+        sealer: Sealer | None = None,
     ) -> None:
+        """``sealer``: seals receipts and chain heads (None: hashes only, which anyone
+        who can write the files can recompute)."""
         home = Path(home)
         ensure_private_dir(home / "logs")
         self.dir = ensure_private_dir(home / "logs" / "process-results")
@@ -130,6 +134,8 @@ class ReceiptStore:
         self.max_count = max_count
         self.output_cap = output_cap
         self.clock = clock
+        self.sealer = sealer
+        self.heads = ChainHeads(self.chains, sealer, keep_pruned=max_count + 16)
         self._lock = threading.Lock()
         # Sorted (mtime, file name) of the receipts directory, trusted while the
         # directory's mtime is the one we left it with (i.e. no other writer touched it):
@@ -165,10 +171,13 @@ class ReceiptStore:
         with self._locked():
             if self.exists(draft.process_id):
                 raise AlreadyExists(f"receipt of {draft.process_id} exists already")
-            chain = self._load_chain(draft.owner_session_id)
+            chain = self.heads.load(draft.owner_session_id, self._load, for_write=True)
             receipt = clean.sealed(chain["head_seq"] + 1, chain["head_sha"])
+            if self.sealer is not None:
+                seal = self.sealer.seal(RECEIPT_PURPOSE, receipt.sha256)
+                receipt = receipt.model_copy(update={"mac": seal})
             chain["pending"] = {"process_id": receipt.process_id, "sha256": receipt.sha256}
-            self._save_chain(chain)
+            self.heads.save(chain, durable=False)
             stamp = os.stat(self.dir).st_mtime_ns
             atomic_write(
                 self.dir,
@@ -180,7 +189,7 @@ class ReceiptStore:
             self._indexed_add(stamp, receipt.ended_at, f"{receipt.process_id}.json")
             # Commit the head now (not only on the next write), so a deleted latest receipt shows.
             chain.update(head_seq=receipt.seq, head_sha=receipt.sha256, pending=None)
-            self._save_chain(chain)
+            self.heads.save(chain)
             self._prune_locked()
         return receipt
 
@@ -196,43 +205,6 @@ class ReceiptStore:
                 yield
             finally:
                 os.close(fd)
-
-    def _load_chain(self, session_id: str) -> dict[str, Any]:
-        chain: dict[str, Any] = {
-            "session": session_id,
-            "head_seq": 0,
-            "head_sha": None,
-            "pending": None,
-            "pruned": {},
-        }
-        try:
-            stored = json.loads(read_nofollow(self.chains / _session_file(session_id)))
-        except (FileNotFoundError, UnsafePath, ValueError):
-            stored = None
-        if isinstance(stored, dict) and stored.get("session") == session_id:
-            chain.update(stored)
-        pending = chain.get("pending")
-        if isinstance(pending, dict):
-            # The receipt named as pending made it to disk: it is the real head.
-            with contextlib.suppress(NotFound, IntegrityError, UnsafePath, ValidationError):
-                r = self._load(str(pending.get("process_id")))
-                if r.sha256 == pending.get("sha256") and r.seq == chain["head_seq"] + 1:
-                    chain["head_seq"], chain["head_sha"] = r.seq, r.sha256
-            chain["pending"] = None
-        return chain
-
-    def _save_chain(self, chain: dict[str, Any]) -> None:
-        pruned = chain["pruned"]
-        # Bounded: only the newest pruned hashes can still be someone's predecessor.
-        keep = sorted(pruned, key=int)[-(self.max_count + 16) :]
-        chain["pruned"] = {k: pruned[k] for k in keep}
-        data = json.dumps(chain, sort_keys=True).encode()
-        # Not fsynced: a crashed worker cannot tear it (atomic rename), and only a power cut
-        # between this and the receipt's own fsync could leave the chain one step behind,
-        # which verify() then reports rather than hides. Saves two fsyncs per receipt.
-        atomic_write(
-            self.chains, _session_file(chain["session"]), data, fsync_file=False, fsync_dir=False
-        )
 
     # -- retention -------------------------------------------------------------------------
 
@@ -279,13 +251,15 @@ class ReceiptStore:
             except (OSError, ValidationError, ValueError):
                 doomed.append(path)  # unreadable: nothing to record, still bounded
                 continue
-            chain = chains.get(r.owner_session_id) or self._load_chain(r.owner_session_id)
+            chain = chains.get(r.owner_session_id) or self.heads.load(
+                r.owner_session_id, self._load, for_write=True
+            )
             chains[r.owner_session_id] = chain
             chain["pruned"][str(r.seq)] = r.sha256
             doomed.append(path)
         # Record what is pruned before deleting it: a crash in between is harmless.
         for chain in chains.values():
-            self._save_chain(chain)
+            self.heads.save(chain)
         for path in doomed:
             remove(path)
         self._index_stamp = os.stat(self.dir).st_mtime_ns
@@ -296,9 +270,14 @@ class ReceiptStore:
     def _load(self, process_id: str) -> Receipt:
         try:
             data = read_nofollow(self.path(process_id))
-        except FileNotFoundError:
+        except (FileNotFoundError, UnsafePath):
+            # A planted symlink or special file is no receipt (and its path is not news).
             raise NotFound(f"no receipt for process {process_id}") from None
         return Receipt.model_validate_json(data)
+
+    def load(self, process_id: str) -> Receipt:
+        """The stored receipt of ``process_id``, unchecked; :class:`NotFound` if none."""
+        return self._load(process_id)
 
     def read(self, process_id: str, session_id: str, *, verified: bool = True) -> Receipt:
         """The receipt of ``process_id`` if ``session_id`` may read it.
@@ -310,11 +289,21 @@ class ReceiptStore:
         receipt = self._load(process_id)
         if not self.continuations.may_read(session_id, receipt.owner_session_id):
             raise PermissionDenied(f"session may not read the receipt of {process_id}")
-        if verified and (not receipt.is_intact() or receipt.process_id != process_id):
+        if verified and not self.intact(receipt, process_id):
             raise IntegrityError(f"receipt of {process_id} was modified")
         return receipt
 
-    def _all(self) -> Iterator[tuple[str, Receipt | None]]:
+    def intact(self, receipt: Receipt, process_id: str) -> bool:
+        """True when ``receipt`` is the one of ``process_id``, matches its hash and (with a
+        sealer) carries a valid seal."""
+        if receipt.process_id != process_id or not receipt.is_intact():
+            return False
+        return self.sealer is None or (
+            self.sealer.check(receipt.mac, RECEIPT_PURPOSE, receipt.sha256) == "ok"
+        )
+
+    def all_receipts(self) -> Iterator[tuple[str, Receipt | None]]:
+        """``(process id from the file name, receipt or None when unreadable)``, by name."""
         for name in sorted(os.listdir(self.dir)):
             if not name.endswith(".json") or name.startswith("."):
                 continue
@@ -327,7 +316,7 @@ class ReceiptStore:
         """Receipts ``session_id`` may read, oldest completion first."""
         readable = [
             r
-            for _, r in self._all()
+            for _, r in self.all_receipts()
             if r is not None and self.continuations.may_read(session_id, r.owner_session_id)
         ]
         return sorted(readable, key=lambda r: (r.ended_at, r.seq))
@@ -335,48 +324,13 @@ class ReceiptStore:
     def verify(self, session_ids: Iterable[str]) -> builtins.list[str]:
         """Integrity problems in the receipts of ``session_ids`` (empty list: all good).
 
-        Detects an edited receipt (hash mismatch), a moved/swapped file (name
-        is not its process id), a deleted one (a gap in the session's chain not
-        explained by retention, or a missing head) and a reordered one (a
-        predecessor hash that does not match).
+        Detects an edited receipt (hash or seal mismatch), a moved/swapped file
+        (name is not its process id), a deleted one (a gap in the session's
+        chain not explained by retention, or a missing head), a reordered one
+        (a predecessor hash that does not match) and a deleted or changed chain
+        head; see :mod:`process_registry.receipt_verify` for what that proves.
         """
-        wanted = set(session_ids)
-        by_session: dict[str, list[tuple[str, Receipt]]] = {s: [] for s in wanted}
-        for name, r in self._all():
-            if r is not None and r.owner_session_id in wanted:
-                by_session[r.owner_session_id].append((name, r))
-        problems: list[str] = []
-        for session in sorted(wanted):
-            chain = self._load_chain(session)
-            pruned: dict[str, str] = chain["pruned"]
-            by_seq: dict[int, Receipt] = {}
-            for name, r in by_session[session]:
-                if name != r.process_id:
-                    problems.append(f"{name}: file holds the receipt of {r.process_id} (moved)")
-                if not r.is_intact():
-                    problems.append(f"{r.process_id}: content does not match its sha256 (edited)")
-                if r.seq in by_seq:
-                    problems.append(f"{r.process_id}: duplicate position {r.seq} (reordered)")
-                by_seq[r.seq] = r
-            for seq, r in sorted(by_seq.items()):
-                if seq <= 1:
-                    if r.prev_sha256 is not None or seq < 1:
-                        problems.append(f"{r.process_id}: bad chain start (reordered)")
-                    continue
-                pred = by_seq.get(seq - 1)
-                expected = pred.sha256 if pred is not None else pruned.get(str(seq - 1))
-                if expected is None:
-                    problems.append(f"{session}: receipt #{seq - 1} is missing (deleted)")
-                elif r.prev_sha256 != expected:
-                    problems.append(f"{r.process_id}: predecessor hash mismatch (reordered)")
-            head_seq, head_sha = chain["head_seq"], chain["head_sha"]
-            if head_seq and head_seq not in by_seq and str(head_seq) not in pruned:
-                problems.append(f"{session}: latest receipt #{head_seq} is missing (deleted)")
-            elif head_seq in by_seq and by_seq[head_seq].sha256 != head_sha:
-                problems.append(f"{session}: latest receipt differs from the chain head")
-            if any(seq > head_seq for seq in by_seq):
-                problems.append(f"{session}: receipt beyond the chain head (reordered)")
-        return problems
+        return verify_sessions(self, session_ids)
 
     def sessions_readable_by(self, session_id: str) -> builtins.list[str]:
         """``session_id`` and every session it continues (whose receipts it may verify)."""

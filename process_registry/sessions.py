@@ -1,25 +1,49 @@
 """Session identity: tokens the worker verifies, never identities it takes on trust.
 
-A session token is an HMAC-SHA256 of the session id under the deployment's
-secret key. Whoever holds the secret can mint tokens; whoever holds only a
-token can act as that one session.
+Two token formats (docs/configuration.md, "Keys and tokens"):
+
+* ``sbx2.<kid>.<expiry>.<mac>`` -- the MAC (43 base64url characters) is an
+  HMAC-SHA256 under key ``kid`` of the session id, the key id, the expiry
+  (unix seconds) and the session's *revocation epoch* (0 until the session is
+  first revoked). A token stops verifying when it expires, when its key is
+  removed from the keyring, or when its session is revoked (the epoch moves,
+  so every token minted before no longer matches; tokens minted after do).
+* ``sbx1.<mac>`` -- HMAC-SHA256 of the session id under a key, with neither
+  expiry nor key id. Verified against every key while ``accept_v1`` is on
+  (``SBX_ACCEPT_V1_TOKENS=false`` turns it off); never valid for a session
+  that was revoked.
+
+Whoever holds a key can mint tokens; whoever holds only a token can act as
+that one session until the token expires or is revoked.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import hashlib
 import hmac
-import os
 import re
-import secrets
-from pathlib import Path
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from environments.errors import Invalid
 
-TOKEN_PREFIX = "sbx1."
+from .tokens.keyring import Keyring, load_or_create_secret
+from .tokens.primitives import b64, mac, same
+
+TOKEN_PREFIX = "sbx2."
+V1_PREFIX = "sbx1."
+V1_KID = "v1"
+"""The key id a message names for a v1 token (which names none)."""
+DEFAULT_TTL = 8 * 3600.0
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
+_V2 = re.compile(r"sbx2\.([A-Za-z0-9_-]{8})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})\Z")
+_V1 = re.compile(r"sbx1\.[A-Za-z0-9_-]{43}\Z")
+
+__all__ = [
+    "DEFAULT_TTL", "InvalidSessionId", "SessionSigner", "TokenInfo", "load_or_create_secret",
+    "token_info", "validate_session_id",
+]  # fmt: skip
 
 
 class InvalidSessionId(Invalid):
@@ -36,46 +60,111 @@ def validate_session_id(session_id: str) -> str:
     return session_id
 
 
+@dataclass(frozen=True)
+class TokenInfo:
+    """What a token says about itself: its key id and expiry (``v1``/0 for a v1 token)."""
+
+    kid: str
+    expires: int
+
+    @property
+    def v1(self) -> bool:
+        return self.kid == V1_KID
+
+
+def token_info(token: str | None) -> TokenInfo | None:
+    """The key id and expiry of a well-formed token; None for anything else.
+
+    Says nothing about validity: only :meth:`SessionSigner.verify` (or
+    recomputing the token) does.
+    """
+    if not isinstance(token, str):
+        return None
+    m = _V2.match(token)
+    if m is not None:
+        return TokenInfo(m.group(1), int(m.group(2)))
+    return TokenInfo(V1_KID, 0) if _V1.match(token) else None
+
+
 class SessionSigner:
-    """Mints and verifies session tokens with one secret key."""
+    """Mints and verifies session tokens with a keyring (or one secret key)."""
 
-    def __init__(self, secret: bytes) -> None:
-        if len(secret) < 16:
-            raise ValueError("the secret key must be at least 16 bytes")
-        self._secret = secret
+    def __init__(
+        self,
+        keys: bytes | Keyring | Callable[[], Keyring],
+        *,
+        accept_v1: bool = True,
+        default_ttl: float = DEFAULT_TTL,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``keys``: one secret, a :class:`Keyring`, or a function returning the current one
+        (``KeyringStore.current``: keys rotated meanwhile are seen)."""
+        if isinstance(keys, bytes):
+            ring = Keyring.of(keys)
+            self._keyring: Callable[[], Keyring] = lambda: ring
+        elif isinstance(keys, Keyring):
+            self._keyring = lambda: keys
+        else:
+            self._keyring = keys
+        self.accept_v1 = accept_v1
+        self.default_ttl = default_ttl
+        self.clock = clock
 
-    def token(self, session_id: str) -> str:
-        """The token that proves the holder acts as ``session_id``."""
+    @property
+    def keyring(self) -> Keyring:
+        """The keys as they are now."""
+        return self._keyring()
+
+    def token(self, session_id: str, *, ttl: float | None = None, epoch: int = 0) -> str:
+        """A v2 token for ``session_id`` valid ``ttl`` seconds (default: ``default_ttl``).
+
+        ``epoch`` is the session's revocation epoch (0 when never revoked).
+        """
         validate_session_id(session_id)
-        mac = hmac.new(self._secret, b"sbx-session:v1:" + session_id.encode(), hashlib.sha256)
-        return TOKEN_PREFIX + base64.urlsafe_b64encode(mac.digest()).rstrip(b"=").decode()
+        ttl = self.default_ttl if ttl is None else ttl
+        if ttl <= 0:
+            raise ValueError("a token's lifetime must be positive")
+        key = self.keyring.signing
+        expires = int(self.clock() + ttl)
+        return self._v2(key.secret, session_id, key.kid, expires, epoch)
 
-    def verify(self, session_id: str, token: str | None) -> bool:
-        """True only for the exact token of ``session_id`` (constant-time comparison)."""
-        if not token or not isinstance(token, str):
-            return False
+    @staticmethod
+    def _v2(secret: bytes, session_id: str, kid: str, expires: int, epoch: int) -> str:
+        tag = mac(secret, "sbx-session:v2", session_id, kid, expires, epoch)
+        return f"{TOKEN_PREFIX}{kid}.{expires}.{tag}"
+
+    def token_v1(self, session_id: str) -> str:
+        """The v1 token of ``session_id`` under the signing key (no expiry, no key id)."""
+        validate_session_id(session_id)
+        return self._v1(self.keyring.signing.secret, session_id)
+
+    @staticmethod
+    def _v1(secret: bytes, session_id: str) -> str:
+        digest = hmac.new(secret, b"sbx-session:v1:" + session_id.encode(), hashlib.sha256)
+        return V1_PREFIX + b64(digest.digest())
+
+    def candidates(self, session_id: str, info: TokenInfo, epoch: int = 0) -> list[str]:
+        """The tokens ``info`` can stand for if it is valid now: what a caller holding
+        the real token used as MAC key. Empty when the key is unknown or removed,
+        the token expired, or it is a v1 token and v1 is off or the session was revoked.
+        """
         try:
-            expected = self.token(session_id)
+            validate_session_id(session_id)
         except InvalidSessionId:
+            return []
+        ring = self.keyring
+        if info.v1:
+            if not self.accept_v1 or epoch != 0:
+                return []
+            return [self._v1(k.secret, session_id) for k in ring.keys]
+        key = ring.get(info.kid)
+        if key is None or info.expires <= self.clock():
+            return []
+        return [self._v2(key.secret, session_id, info.kid, info.expires, epoch)]
+
+    def verify(self, session_id: str, token: str | None, epoch: int = 0) -> bool:
+        """True only for a valid token of ``session_id`` (constant-time comparisons)."""
+        info = token_info(token)
+        if info is None:
             return False
-        return hmac.compare_digest(expected.encode(), token.encode())
-
-
-def load_or_create_secret(path: Path) -> bytes:
-    """The secret stored at ``path``, created (mode 0600, exclusively) on first use."""
-    with contextlib.suppress(FileNotFoundError):
-        data = path.read_bytes().strip()
-        if data:
-            return data
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    secret = secrets.token_hex(32).encode()
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        # Another process created it first; use theirs.
-        return path.read_bytes().strip()
-    with os.fdopen(fd, "wb") as f:
-        f.write(secret)
-        f.flush()
-        os.fsync(f.fileno())
-    return secret
+        return any(same(c, token) for c in self.candidates(session_id, info, epoch))

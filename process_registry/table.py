@@ -42,8 +42,11 @@ from .adoption import adopt_all, adopt_one
 from .atomic import ensure_private_dir, validate_id
 from .checkpoints import CheckpointStore
 from .continuations import ContinuationStore
+from .in_context import CONTEXT_BYTES
 from .models import (
+    MAX_OFFSET,
     AlreadyExists,
+    InvalidRead,
     LogChunk,
     PermissionDenied,
     ProcessInfo,
@@ -57,6 +60,7 @@ from .models import (
 from .output_cap import DEFAULT_PROCESS_OUTPUT_CAP, CapState, OutputCapSweeper, validate_cap
 from .receipts import DEFAULT_MAX_AGE, DEFAULT_MAX_COUNT, ReceiptStore
 from .sessions import validate_session_id
+from .tokens.sealer import Sealer
 from .tracking import (
     AdoptionReport,
     Tracked,
@@ -104,6 +108,7 @@ class ProcessTable:
         output_cap: int = DEFAULT_PROCESS_OUTPUT_CAP,
         writer_gone: Callable[[WriterIdentity], bool] | None = None,
         on_started: Callable[[ProcessRecord], None] | None = None,
+        receipt_sealer: Sealer | None = None,
     ) -> None:
         """``on_finished(process_id, owner)`` runs once per process after its receipt is
         written and its waiters released, before its checkpoint is removed (errors logged).
@@ -111,7 +116,8 @@ class ProcessTable:
         ``receipt_max_age`` (seconds) and ``receipt_max_count`` bound retention.
         ``output_cap``: bytes of each new process's output kept on disk (0: unlimited).
         ``writer_gone(writer)`` says whether a checkpoint's writer is surely gone
-        (default: :meth:`WriterIdentity.is_gone`, which can only tell on this host)."""
+        (default: :meth:`WriterIdentity.is_gone`, which can only tell on this host).
+        ``receipt_sealer`` seals receipts and chain heads (see ``ReceiptStore``)."""
         self.home = Path(home)
         self.on_finished = on_finished
         self.on_started = on_started
@@ -124,6 +130,7 @@ class ProcessTable:
             continuations=self.continuations,
             max_age=receipt_max_age,
             max_count=receipt_max_count,
+            sealer=receipt_sealer,
         )
         self.checkpoints = CheckpointStore(self.home)
         self.kill_grace = kill_grace
@@ -403,6 +410,12 @@ class ProcessTable:
 
     # -- observing -------------------------------------------------------------------------
 
+    def check_owner(self, process_id: str, session_id: str) -> None:
+        """Return when ``session_id`` owns ``process_id`` (running, or only a receipt left);
+        raise :class:`PermissionDenied` or :class:`NotFound` otherwise."""
+        if self._owned(process_id, session_id) is None:
+            self.receipts.read(process_id, session_id, verified=False)
+
     def _owned(self, process_id: str, session_id: str) -> Tracked | None:
         """The tracked process if ``session_id`` owns it; None when only a receipt remains."""
         validate_id(process_id, "process id")
@@ -455,13 +468,16 @@ class ProcessTable:
     ) -> LogChunk:
         """Output from byte ``offset`` (at most ``limit`` bytes); see :class:`LogChunk`.
 
-        With ``redact_live`` a running process's read stops at the last complete
-        line when there is one, so a secret is never split between two reads.
-        A read below the head the output cap discarded starts after it (see
-        ``LogChunk.discarded_before``); it never returns bytes of that head.
+        With ``redact_live`` the window is redacted in its context (the bytes
+        around it, :mod:`process_registry.in_context`), so whatever ``offset``
+        and ``limit`` split, no part of a secret comes back; a running
+        process's unfinished last line is held back until it ends (or grows
+        long). A read below the head the output cap discarded starts after it
+        (see ``LogChunk.discarded_before``); it never returns bytes of that head.
+        Raises :class:`InvalidRead` for a negative or out-of-range offset or limit.
         """
-        if offset < 0 or limit <= 0:
-            raise ValueError("offset must be >= 0 and limit > 0")
+        if not 0 <= offset <= MAX_OFFSET or not 0 < limit <= MAX_OFFSET:
+            raise InvalidRead(f"offset must be 0-{MAX_OFFSET} and limit 1-{MAX_OFFSET}")
         t = self._owned(process_id, session_id)
         if t is not None:
             chunk = live_chunk(t, offset, limit, redact_live=self.redact_live)
@@ -469,9 +485,11 @@ class ProcessTable:
                 return chunk
         receipt = self.receipts.read(process_id, session_id)
         body = receipt.output.encode()
-        return make_chunk(process_id, body[offset : offset + limit], offset, limit, ended=True,
+        low, high = max(0, offset - CONTEXT_BYTES), offset + limit
+        return make_chunk(process_id, body[offset:high], offset, limit, ended=True,
                           status=receipt.status, redact_live=self.redact_live,
-                          total=len(body))  # fmt: skip
+                          total=len(body), before=body[low:offset],
+                          after=body[high : high + CONTEXT_BYTES])  # fmt: skip
 
     # -- adoption and shutdown -------------------------------------------------------------
 

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 
 from environments.base import Environment, discard_boundary
 
-from .models import LogChunk, ProcessInfo, ProcessRecord, ProcessState, Receipt, redact
+from .in_context import (
+    CONTEXT_BYTES,
+    decode_after,
+    decode_before,
+    redact_between,
+    settled_length,
+)
+from .models import LogChunk, ProcessInfo, ProcessRecord, ProcessState, Receipt
 from .output_cap import CapState, lead_cut
 from .receipts import excerpt
 
@@ -139,23 +146,27 @@ def make_chunk(
     total: int | None = None,
     discarded_before: int = 0,
     moved: bool = False,
+    before: bytes = b"",
+    after: bytes = b"",
 ) -> LogChunk:
     """A :class:`LogChunk` of ``data`` read at ``offset`` (see ``ProcessTable.log``).
 
     ``total``: the stream's size when known; ``moved``: the read was moved up to
     the discard boundary, so ``data`` starts mid-stream (see :func:`lead_cut`).
+    ``before``/``after``: the stream's bytes around ``data`` (up to
+    :data:`~process_registry.in_context.CONTEXT_BYTES` each), which redaction
+    reads so that a window cut inside a secret never shows part of it.
     """
     if moved:
         skip = lead_cut(data, line=redact_live)
-        data, offset = data[skip:], offset + skip
+        before, data, offset = data[:skip], data[skip:], offset + skip
     more = offset + len(data) < total if total is not None else len(data) == limit
     keep = utf8_cut(data) if (more or not ended) else len(data)
     if redact_live and not ended and not more:
-        nl = data.rfind(b"\n", 0, keep)
-        keep = nl + 1 if nl >= 0 else keep
+        keep = settled_length(data[:keep], final=False)
     text = data[:keep].decode(errors="replace")
     if redact_live:
-        text = redact(text)
+        text = redact_between(decode_before(before), text, decode_after(data[keep:] + after))
     nxt = offset + keep
     eof = ended and (nxt >= total if total is not None else not more)
     return LogChunk(
@@ -170,17 +181,33 @@ def make_chunk(
 
 
 def live_chunk(t: Tracked, offset: int, limit: int, *, redact_live: bool) -> LogChunk | None:
-    """A chunk of a tracked process's output file (None: the file is gone)."""
+    """A chunk of a tracked process's output file (None: the file is gone).
+
+    Reads the window with its context on both sides in one read (one helper
+    exec in a remote sandbox).
+    """
     ended = t.done.is_set()
+    context = CONTEXT_BYTES if redact_live else 0
+    low = max(0, offset - context)
     try:
-        window = t.env.read_output(t.record.output_path, offset, limit, t.cap.read_cap())
+        window = t.env.read_output(
+            t.record.output_path, low, offset - low + limit + context, t.cap.read_cap()
+        )
     except FileNotFoundError:
         return None
     status = live_info(t, tail=False).status
-    return make_chunk(t.record.process_id, window.data, window.start, limit, ended=ended,
-                      status=status, redact_live=redact_live, total=window.size,
-                      discarded_before=window.discarded,
-                      moved=window.start > offset)  # fmt: skip
+    at = window.start
+    if at > offset:  # the cap discarded the head past ``offset``: the read moves up
+        data, before, after = window.data[:limit], b"", window.data[limit:]
+    else:
+        cut = offset - at
+        before, data = window.data[:cut], window.data[cut : cut + limit]
+        after = window.data[cut + limit :]
+        at = offset
+    return make_chunk(t.record.process_id, data, at, limit, ended=ended, status=status,
+                      redact_live=redact_live, total=window.size,
+                      discarded_before=window.discarded, moved=at > offset,
+                      before=before, after=after)  # fmt: skip
 
 
 def live_info(t: Tracked, *, tail: bool = True) -> ProcessInfo:
@@ -200,9 +227,7 @@ def live_info(t: Tracked, *, tail: bool = True) -> ProcessInfo:
     with contextlib.suppress(Exception):
         size, gone = output_size(rec, t.env, cap)
         if tail and size:
-            window = t.env.read_output(rec.output_path, max(0, size - TAIL_BYTES), TAIL_BYTES, cap)
-            raw = window.data[lead_cut(window.data, line=False) :]
-            text = redact(raw.decode(errors="replace"))
+            text = _tail_text(t, size, cap)
     return ProcessInfo(
         process_id=rec.process_id,
         pid=rec.pid,
@@ -217,6 +242,19 @@ def live_info(t: Tracked, *, tail: bool = True) -> ProcessInfo:
         output_cap_enforced=t.cap.enforced,
         output_discarded=gone,
     )
+
+
+def _tail_text(t: Tracked, size: int, cap: int) -> str:
+    """The last :data:`TAIL_BYTES` of a running process's output, redacted in context;
+    an unfinished last line is held back (see :func:`settled_length`)."""
+    low = max(0, size - TAIL_BYTES - CONTEXT_BYTES)
+    window = t.env.read_output(t.record.output_path, low, size - low, cap)
+    data = window.data
+    split = max(0, len(data) - TAIL_BYTES)
+    split += lead_cut(data[split:], line=False)
+    keep = split + settled_length(data[split:], final=False)
+    text = data[split:keep].decode(errors="replace")
+    return redact_between(decode_before(data[:split]), text, decode_after(data[keep:]))
 
 
 def info_from_receipt(r: Receipt) -> ProcessInfo:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,6 +54,15 @@ def worker_env(home: Path, broker_url: str | None, **extra: str) -> dict[str, st
         env["SBX_BROKER_URL"] = broker_url
     env.update(extra)
     return env
+
+
+def sbx(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The ``sbx`` CLI of ``home`` as a subprocess (``env``: more variables)."""
+    return subprocess.run(
+        [sys.executable, "-m", "worker.cli.main", *args],
+        env=worker_env(home, None, **env), cwd=str(REPO),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
 
 
 def settings_for(home: Path, broker_url: str | None, **overrides: object) -> Settings:

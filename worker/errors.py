@@ -30,6 +30,7 @@ __all__ = [
     "BrokerUnavailable",
     "ClientError",
     "Denied",
+    "ForgedResult",
     "Invalid",
     "NotFound",
     "ProcessError",
@@ -51,6 +52,13 @@ class SessionRequired(ClientError, Invalid):
 
 class TokenRequired(ClientError, Denied):
     """No session token was given and none can be minted here."""
+
+
+class ForgedResult(ClientError):
+    """Only answers that failed their authentication check came back for a call: someone
+    other than a worker wrote into its mailbox. None of it was returned."""
+
+    status = "forged"
 
 
 class BrokerUnavailable(ClientError):

@@ -70,7 +70,9 @@ class _YamlFileSource(InitSettingsSource):
                 raise SettingsError(f"{path} is not valid YAML{where}") from None
             if not isinstance(loaded, dict):
                 raise SettingsError(f"{path} must hold a mapping of settings")
-            if path.stat().st_mode & 0o077 and ({"secret_key", "mcp_servers"} & loaded.keys()):
+            secrets_ = {"secret_key", "approver_token", "session_token", "child_session_token",
+                        "mcp_servers"}  # fmt: skip
+            if path.stat().st_mode & 0o077 and (secrets_ & loaded.keys()):
                 log.warning("%s holds secrets but other users may read it: chmod 600 it", path)
             data = _split_document(loaded, settings_cls.model_fields)
         super().__init__(settings_cls, data)
@@ -187,9 +189,18 @@ class Settings(BaseSettings):
     approvals); unset means the broker when it is Redis, else the embedded Redis under
     ``home`` (workers and clients on other machines must then share one via this URL)."""
     secret_key: SecretStr | None = None
+    """One signing key (it signs; keys under ``home/keys`` still verify)."""
     backend: str = "local"
     session_id: str | None = None
     session_token: SecretStr | None = None
+    child_session_token: SecretStr | None = None
+    """The child session's token for ``sbx session continue`` (its consent)."""
+    approver_token: SecretStr | None = None
+    """The platform's approver credential (``sbxa1.``): approving needs it."""
+    token_ttl: float = Field(default=8 * 3600.0, gt=0)
+    """Seconds a minted session token is valid unless ``--ttl`` says otherwise."""
+    accept_v1_tokens: bool = True
+    """Whether ``sbx1.`` tokens (no expiry, no key id) still verify."""
 
     queue: str = "sbx"
     concurrency: int = Field(default=8, ge=1, le=256)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,11 @@ def test_fresh_embedded_home_creates_the_key_and_the_token_verifies(
 
     again = sbx(sbx_home, None, "session", "token", "fresh-1", "--json")
     assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout) == {"session_id": "fresh-1", "token": token}
+    # Tokens carry their expiry (issue 12): another token of the session, by the same key.
+    answer = json.loads(again.stdout)
+    assert (answer["session_id"], answer["token"].split(".")[:2]) == (
+        "fresh-1", token.split(".")[:2])  # fmt: skip
+    assert answer["expires"] > time.time()
     assert again.stderr == ""  # the key exists now: nothing is created, nothing said
 
     start_worker(None)  # uses the key the CLI created

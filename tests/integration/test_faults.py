@@ -12,7 +12,6 @@ from tests.fixtures_workers import settings_for
 from tests.helpers import wait_until
 from worker.client import SandboxClient
 from worker.protocol.ledger import claim_key
-from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import TOOL_CALL_TASK
 
 
@@ -24,10 +23,9 @@ def test_redelivered_call_runs_once(
     ledger_file = tmp_path / "runs"
     with SandboxClient(session_id="dup", settings=settings) as client:
         call_id = uuid.uuid4().hex
-        message = ToolCallMessage(
-            call_id=call_id, session_id="dup", session_token=client.session_token,
-            tool="terminal", args={"command": f"echo run >> {ledger_file}; echo done"},
-        )  # fmt: skip
+        message = client.call_message(
+            "terminal", {"command": f"echo run >> {ledger_file}; echo done"}, call_id=call_id
+        )
         # The same message delivered three times, as a broker redelivery would.
         for _ in range(3):
             client.app.send_task(TOOL_CALL_TASK, args=[message.model_dump()], task_id=call_id)

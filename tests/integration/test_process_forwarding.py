@@ -43,10 +43,12 @@ def test_actions_and_lists_reach_the_holding_worker(sbx_home: Path, start_worker
         for queue in (qa, qb):
             listed = call(c, queue, "process", {"action": "list"})
             assert sorted(p["process_id"] for p in listed["processes"]) == sorted([pa, pb])
-        # The holder still checks ownership: another session is denied through B.
+        # Another session's process answers through B as an unknown id does (issue 12).
         with SandboxClient(session_id="intruder", settings=settings) as other:
             denied = call(other, qb, "process", {"action": "kill", "process_id": pa})
-            assert denied["status"] == "denied"
+            unknown = call(other, qb, "process", {"action": "kill", "process_id": "p" + "0" * 16})
+            assert denied["status"] == "not_found"
+            assert denied == {**unknown, "error": unknown["error"].replace("p" + "0" * 16, pa)}
             assert call(other, qb, "process", {"action": "list"})["processes"] == []
         killed = call(c, qb, "process", {"action": "kill", "process_id": pa})
         assert killed["status"] == "killed"

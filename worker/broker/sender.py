@@ -21,7 +21,7 @@ from kombu.exceptions import OperationalError
 from registry.results import tool_error
 from worker.broker.app import create_app
 from worker.broker.connection import display_url, redis_client
-from worker.errors import BrokerUnavailable
+from worker.errors import BrokerUnavailable, ForgedResult
 from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger, declare_lost
 from worker.protocol.messages import ToolCallMessage
@@ -35,6 +35,16 @@ _RECONNECT_FIRST_S = 0.05
 _RECONNECT_MAX_S = 1.0
 REROUTE_CHECK_S = 2.0
 """How often a sender checks that an unclaimed call still goes to the right worker."""
+
+Accept = Callable[[str], "str | None"]
+"""Opens a mailbox value (``worker.protocol.mac``): the answer, or None for a forged one."""
+
+
+def _forged(call_id: str, count: int) -> ForgedResult:
+    return ForgedResult(
+        f"call {call_id}: {count} answer(s) failed their authentication check (written by "
+        "something other than a worker) and were dropped; no genuine answer came in time"
+    )
 
 
 class CallSender:
@@ -84,7 +94,9 @@ class CallSender:
         """Stop call ``call_id``: a queued call never runs; a running one has its tree killed."""
         self.ledger.request_cancel(call_id)
 
-    def wait_answer(self, call_id: str, wait: float, *, claimed: bool) -> str | None:
+    def wait_answer(
+        self, call_id: str, wait: float, *, claimed: bool, accept: Accept | None = None
+    ) -> str | None:
         """The answer of ``call_id`` within ``wait`` seconds, else None.
 
         ``claimed`` calls (tool calls) whose worker died answer ``lost``; a call whose
@@ -92,9 +104,12 @@ class CallSender:
         ``{"status": "collected"}``. A broker
         that goes away is waited for until the deadline (a worker holds a
         finished call's result until it can deliver it), then :class:`BrokerUnavailable`.
+        ``accept`` opens each answer; one it refuses is dropped and the wait goes on (the
+        genuine answer may still come); if none came, :class:`~worker.errors.ForgedResult`.
         """
         deadline = time.monotonic() + wait
         backoff = _RECONNECT_FIRST_S
+        forged = 0
         while True:
             remaining = deadline - time.monotonic()
             try:
@@ -102,14 +117,21 @@ class CallSender:
                     call_id, min(_LIVENESS_POLL_S, max(0.0, remaining))
                 )
                 if value is not None:
-                    return value
+                    opened = value if accept is None else accept(value)
+                    if opened is not None:
+                        return opened
+                    forged += 1
+                    continue
                 if claimed and self.ledger.is_lost(call_id):
                     declare_lost(self.ledger, call_id, None)
                     continue
                 if claimed and self.ledger.collected(call_id):
                     kept = self.ledger.answer(call_id)
-                    if kept is not None:
-                        return kept  # a retry of a call whose result was collected
+                    opened = kept if kept is None or accept is None else accept(kept)
+                    if opened is not None:
+                        return opened  # a retry of a call whose result was collected
+                    if forged or kept is not None:  # marked delivered, no genuine answer
+                        raise _forged(call_id, forged + 1)
                     return tool_error(
                         f"the result of call {call_id} was collected and is no longer "
                         "kept (SBX_RESULT_TTL)",
@@ -129,6 +151,8 @@ class CallSender:
                 backoff = min(backoff * 2, _RECONNECT_MAX_S)
                 continue
             if time.monotonic() >= deadline:
+                if forged:
+                    raise _forged(call_id, forged)
                 return None
 
     def call(
@@ -137,14 +161,17 @@ class CallSender:
         queue: str | None,
         wait: float,
         reroute: Callable[[], str | None] | None = None,
+        *,
+        accept: Accept | None = None,
+        sign: Callable[[ToolCallMessage], ToolCallMessage] | None = None,
     ) -> str:
         """Send a tool call and wait up to ``wait`` seconds for its result (see :meth:`result`).
 
         While nobody has claimed it, ``reroute()`` names where it should go now (a worker's
         own queue, or None for the shared one); when that differs from where it was sent --
         the worker it was sent to is gone, or its session moved -- it is sent there again,
-        with what is left of its deadline. The claim key makes a call run at most once
-        however often it was sent.
+        with what is left of its deadline (proved again with ``sign``). The claim key makes
+        a call run at most once however often it was sent. ``accept``: see :meth:`wait_answer`.
         """
         self.send_call(message, queue)
         deadline = time.monotonic() + wait
@@ -152,7 +179,8 @@ class CallSender:
         while True:
             remaining = deadline - time.monotonic()
             answer = self.wait_answer(
-                message.call_id, max(0.0, min(REROUTE_CHECK_S, remaining)), claimed=True
+                message.call_id, max(0.0, min(REROUTE_CHECK_S, remaining)), claimed=True,
+                accept=accept,
             )
             if answer is not None:
                 return answer
@@ -166,7 +194,7 @@ class CallSender:
                     continue  # the ledger is away: wait_answer rides that out
                 if target != sent_to:
                     onward = message.model_copy(update={"deadline_s": remaining})
-                    self.send_call(onward, target)
+                    self.send_call(onward if sign is None else sign(onward), target)
                     sent_to = target
 
     def _unclaimed(self, call_id: str) -> bool:
@@ -175,13 +203,22 @@ class CallSender:
         except (redis.ConnectionError, redis.TimeoutError):
             return False
 
-    def ask(self, task: str, args: list[Any], wait: float, queue: str | None = None) -> str | None:
+    def ask(
+        self,
+        task: str,
+        args: list[Any],
+        wait: float,
+        queue: str | None = None,
+        *,
+        task_id: str | None = None,
+        accept: Accept | None = None,
+    ) -> str | None:
         """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer)."""
-        task_id = uuid.uuid4().hex
+        task_id = task_id or uuid.uuid4().hex
         self.send(task, args, task_id, queue)
-        return self.wait_answer(task_id, wait, claimed=False)
+        return self.wait_answer(task_id, wait, claimed=False, accept=accept)
 
-    def result(self, call_id: str, wait: float) -> str:
+    def result(self, call_id: str, wait: float, accept: Accept | None = None) -> str:
         """The result JSON of tool call ``call_id``, waiting up to ``wait`` seconds.
 
         Answers ``{"status": "lost"}`` when the call's worker died,
@@ -191,7 +228,7 @@ class CallSender:
         A broker that goes away while waiting is waited for; :class:`BrokerUnavailable`
         if it is still gone at the deadline.
         """
-        value = self.wait_answer(call_id, wait, claimed=True)
+        value = self.wait_answer(call_id, wait, claimed=True, accept=accept)
         if value is not None:
             return value
         return self._pending(call_id, wait)

@@ -11,6 +11,7 @@ from worker.errors import SbxError, exit_code_for
 from .commands import add_core_commands
 from .output import EXIT_FAILURE, EXIT_USAGE, CliError
 from .process_commands import add_process_commands
+from .session_commands import add_session_commands
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     add_core_commands(sub)
     add_process_commands(sub)
+    add_session_commands(sub)
     from .demo import add_demo_command
     from .health import add_health_command
 

@@ -1,7 +1,7 @@
 """CLI commands for background processes, receipts and sessions (docs/cli.md).
 
-``sbx start|ps|poll|logs|wait|kill``, ``sbx receipts list|show|verify|prune``,
-``sbx session token|continue``. Session-scoped commands act as
+``sbx start|ps|poll|logs|wait|kill``, ``sbx receipts list|show|verify|prune``
+(identity commands: ``worker.cli.session_commands``). Session-scoped commands act as
 ``SBX_SESSION_ID`` with ``SBX_SESSION_TOKEN`` (see ``cli_session_id``). Exit
 status: 3 when the worker denies the session (nothing protected is printed),
 4 for an unknown process or receipt, 2 for bad input, 1 otherwise.
@@ -126,7 +126,8 @@ def cmd_receipts(args: argparse.Namespace) -> int:
         if args.action == "list":
             items = _run(client.receipts)
             human = "\n".join(
-                f"{r.process_id}  {r.status}  exit={r.exit_code}  {r.command}" for r in items
+                f"{r.process_id}  {r.owner_session_id}  {r.status}  exit={r.exit_code}  "
+                f"{r.command}" for r in items
             )
             emit([r.model_dump() for r in items], as_json=args.json, human=human)
         elif args.action == "show":
@@ -142,37 +143,6 @@ def cmd_receipts(args: argparse.Namespace) -> int:
         else:
             pruned = _run(client.prune_receipts)
             emit({"pruned": pruned}, as_json=args.json, human=f"pruned {pruned} receipt(s)")
-    return EXIT_OK
-
-
-def cmd_session(args: argparse.Namespace) -> int:
-    from process_registry.sessions import InvalidSessionId, validate_session_id
-
-    settings = get_settings()
-    if args.action == "token":
-        from worker.identity import load_signer
-
-        if len(args.ids) != 1:
-            fail("usage: sbx session token SESSION_ID", EXIT_USAGE)
-        try:
-            validate_session_id(args.ids[0])
-        except InvalidSessionId as exc:
-            fail(str(exc), EXIT_USAGE)
-        from .session_key import ensure_signing_key
-
-        created = ensure_signing_key(settings)
-        if created is not None:
-            sys.stderr.write(f"sbx: created the secret key {created} (mode 0600); workers "
-                             "using this home verify tokens with it\n")  # fmt: skip
-        token = load_signer(settings).token(args.ids[0])
-        emit({"session_id": args.ids[0], "token": token}, as_json=args.json, human=token)
-        return EXIT_OK
-    if len(args.ids) != 2:
-        fail("usage: sbx session continue PARENT_ID CHILD_ID", EXIT_USAGE)
-    parent, child = args.ids
-    with _client(settings, session=parent) as client:
-        done = _run(lambda: client.continue_session(child))
-    emit(done.model_dump(), as_json=args.json, human=f"{done.child} continues {done.parent}")
     return EXIT_OK
 
 
@@ -221,9 +191,3 @@ def add_process_commands(sub: Any) -> None:
     p.add_argument("id", nargs="?")
     _add_json(p)
     p.set_defaults(func=cmd_receipts)
-
-    p = sub.add_parser("session", help="session tokens and continuations")
-    p.add_argument("action", choices=["token", "continue"])
-    p.add_argument("ids", nargs="+", metavar="SESSION_ID")
-    _add_json(p)
-    p.set_defaults(func=cmd_session)

@@ -23,8 +23,9 @@ def ensure_signing_key(settings: Settings) -> Path | None:
     broker is remote.
     """
     from process_registry.sessions import load_or_create_secret
+    from worker.identity import can_mint
 
-    if settings.secret_key is not None or settings.secret_path.exists():
+    if can_mint(settings):  # SBX_SECRET_KEY, secret.key or a key under keys/
         return None
     if settings.broker_url is not None:
         fail("no secret key here: set SBX_SECRET_KEY to the deployment's key, or run this "

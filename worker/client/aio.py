@@ -23,10 +23,12 @@ class AsyncSandboxClient(AsyncProcessClientMixin):
         *,
         backend: str | None = None,
         settings: Settings | None = None,
+        approver_token: str | None = None,
     ) -> None:
         self._sync = SandboxClient(
-            broker_url, session_id, session_token, backend=backend, settings=settings
-        )
+            broker_url, session_id, session_token, backend=backend, settings=settings,
+            approver_token=approver_token,
+        )  # fmt: skip
         self.session_id = self._sync.session_id
 
     async def tool_call(

@@ -3,8 +3,9 @@
 Contracts:
 
 * Process actions are ``process`` tool calls; receipt and continuation operations
-  are ``sbx.receipt_op`` tasks. Both carry this
-  client's session id and token; the worker verifies them.
+  are ``sbx.receipt_op`` tasks. Both carry this client's session id and a proof
+  made with its token (``worker.client.auth``); the worker verifies it and
+  seals its answer.
 * Routing: an action on a known process goes to the queue of the worker that
   holds it (``sbx:process:<id>`` in the broker's Redis, written by the worker
   at start and adoption); otherwise to the shared queue.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from worker.errors import ProcessError
@@ -37,6 +39,7 @@ from worker.protocol.tasks import RECEIPT_OP_TASK
 
 if TYPE_CHECKING:
     from worker.broker.sender import CallSender
+    from worker.client.auth import ClientAuth
     from worker.client.sync import SandboxClient
     from worker.protocol.ledger import CallLedger
     from worker.settings import Settings
@@ -69,7 +72,7 @@ class ProcessClientMixin:
         sender: CallSender
         settings: Settings
         session_id: str
-        session_token: str
+        auth: ClientAuth
         backend: str | None
         ledger: CallLedger
 
@@ -169,14 +172,28 @@ class ProcessClientMixin:
     # -- receipts and sessions -------------------------------------------------------------
 
     def receipt_op(
-        self, op: str, *, queue: str | None = None, wait: float = _SLACK_S, **fields: Any
+        self,
+        op: str,
+        *,
+        queue: str | None = None,
+        wait: float = _SLACK_S,
+        child: ClientAuth | None = None,
+        **fields: Any,
     ) -> dict[str, Any]:
-        """Run one ``sbx.receipt_op`` as this session; the parsed answer."""
+        """Run one ``sbx.receipt_op`` as this session; the parsed answer.
+
+        ``child``: the credentials of the session a ``continue`` names (its consent).
+        """
         message = ReceiptOpMessage.model_validate(
-            {"session_id": self.session_id, "session_token": self.session_token, "op": op,
-             **fields}
-        )  # fmt: skip
-        raw = self._host().ask(RECEIPT_OP_TASK, [message.model_dump()], wait, queue)
+            {"session_id": self.session_id, "call_id": uuid.uuid4().hex, "op": op, **fields}
+        )
+        message, accept = self.auth.sign("receipt-op", message)
+        if child is not None:
+            message = message.model_copy(
+                update={"child_proof": child.prove("receipt-op", message)[0]}
+            )
+        raw = self._host().ask(RECEIPT_OP_TASK, [message.model_dump(mode="json")], wait, queue,
+                               task_id=message.call_id, accept=accept)  # fmt: skip
         if raw is None:
             raise ProcessError(
                 f"no worker answered within {wait:g}s: is an `sbx worker` running?", "pending"
@@ -202,9 +219,18 @@ class ProcessClientMixin:
         """Apply retention now; how many receipts were deleted."""
         return int(self.receipt_op("receipts_prune")["pruned"])
 
-    def continue_session(self, child_id: str) -> Continuation:
-        """Record that ``child_id`` continues this session (this client holds the parent token)."""
-        return Continuation.model_validate(self.receipt_op("continue", child_id=child_id))
+    def continue_session(self, child_id: str, child_token: str | None = None) -> Continuation:
+        """Record that ``child_id`` continues this session: this client holds the parent's
+        token, and ``child_token`` (the child's consent: ``SBX_CHILD_SESSION_TOKEN``, or
+        minted from the local keyring when None) proves the child agrees."""
+        from worker.client.auth import client_auth
+
+        secret = self.settings.child_session_token
+        given = child_token or (secret.get_secret_value() if secret is not None else None)
+        child = client_auth(self.settings, child_id, given, self.ledger.client)
+        return Continuation.model_validate(
+            self.receipt_op("continue", child_id=child_id, child=child)
+        )
 
 
 class AsyncProcessClientMixin:
@@ -245,8 +271,8 @@ class AsyncProcessClientMixin:
     async def verify_receipts(self) -> list[str]:
         return await asyncio.to_thread(self._sync.verify_receipts)
 
-    async def continue_session(self, child_id: str) -> Continuation:
-        return await asyncio.to_thread(self._sync.continue_session, child_id)
+    async def continue_session(self, child_id: str, child_token: str | None = None) -> Continuation:
+        return await asyncio.to_thread(self._sync.continue_session, child_id, child_token)
 
 
 __all__ = ["AsyncProcessClientMixin", "ProcessClientMixin", "ProcessError"]

@@ -8,6 +8,7 @@ call whose worker died into a ``lost`` result instead of waiting forever.
 from __future__ import annotations
 
 import functools
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any, Literal
@@ -15,17 +16,14 @@ from typing import Any, Literal
 import redis
 from celery import Celery
 
-from process_registry.sessions import (
-    InvalidSessionId,
-    load_or_create_secret,
-    validate_session_id,
-)
+from process_registry.sessions import InvalidSessionId, validate_session_id
 from worker.broker.connection import display_url, resolve_broker_url, resolve_ledger_url
 from worker.broker.sender import CallSender
+from worker.client.auth import ClientAuth, client_auth
 from worker.client.processes import ProcessClientMixin
-from worker.errors import BrokerUnavailable, ClientError, SessionRequired, TokenRequired
-from worker.identity import load_signer
+from worker.errors import BrokerUnavailable, ClientError, SessionRequired
 from worker.protocol.ledger import CallLedger
+from worker.protocol.mac import answer_opener
 from worker.protocol.messages import (
     ApprovalMessage,
     ApprovalResult,
@@ -37,24 +35,6 @@ from worker.settings import Settings, get_settings
 
 # Extra time a client waits beyond the command's own timeout.
 ANSWER_SLACK_S = 30.0
-
-
-def _resolve_token(settings: Settings, session_id: str, token: str | None) -> str:
-    if token:
-        return token
-    if settings.session_token is not None and settings.session_id == session_id:
-        return settings.session_token.get_secret_value()
-    # A client on the worker's machine with access to its secret may mint tokens.
-    if settings.secret_key is not None or settings.secret_path.exists():
-        return load_signer(settings).token(session_id)
-    if settings.broker_url is None:
-        # Embedded mode: this home is ours; create the secret the worker will use.
-        load_or_create_secret(settings.secret_path)
-        return load_signer(settings).token(session_id)
-    raise TokenRequired(
-        "no session token: set SBX_SESSION_TOKEN (from `sbx session token SESSION_ID` "
-        "on a machine holding the secret key)"
-    )
 
 
 def call_budget(args: Any, settings: Settings) -> float:
@@ -70,7 +50,11 @@ class SandboxClient(ProcessClientMixin):
 
     ``broker_url=None`` means ``SBX_BROKER_URL``, or the embedded broker
     (started if needed). ``session_token=None`` means ``SBX_SESSION_TOKEN``, or
-    a token minted from the local secret key when this machine holds it.
+    a token minted from the local keyring when this machine holds one.
+    ``approver_token=None`` means ``SBX_APPROVER_TOKEN``, or the credential
+    minted from the local keyring (needed only to approve).
+    The token never travels: each message carries a proof made with it, and
+    each answer must carry the worker's seal for it (``worker.client.auth``).
     Raises :class:`~worker.errors.SessionRequired` without a valid session id and
     :class:`~worker.errors.TokenRequired` when no token can be found or minted.
     """
@@ -83,6 +67,7 @@ class SandboxClient(ProcessClientMixin):
         *,
         backend: str | None = None,
         settings: Settings | None = None,
+        approver_token: str | None = None,
     ) -> None:
         self.settings = settings or get_settings()
         sid = session_id or self.settings.session_id
@@ -92,7 +77,6 @@ class SandboxClient(ProcessClientMixin):
             self.session_id = validate_session_id(sid)
         except InvalidSessionId as exc:
             raise SessionRequired(str(exc)) from None
-        self.session_token = _resolve_token(self.settings, self.session_id, session_token)
         self.backend = backend
         self.broker_url = broker_url or resolve_broker_url(self.settings)
         # sbx's own state (claims, heartbeats, result mailboxes, routes) lives in the
@@ -104,6 +88,16 @@ class SandboxClient(ProcessClientMixin):
         """The Celery app messages are published with."""
         self.ledger: CallLedger = self.sender.ledger
         """The ledger answers are collected from."""
+        self.auth: ClientAuth = client_auth(
+            self.settings, self.session_id, session_token, self.ledger.client,
+            approver=approver_token,
+        )  # fmt: skip
+        """Proves this client's messages and opens their answers."""
+
+    @property
+    def session_token(self) -> str:
+        """This client's session token (for handing to a process that acts as the session)."""
+        return self.auth.token
 
     # -- raw calls ---------------------------------------------------------------
 
@@ -137,23 +131,35 @@ class SandboxClient(ProcessClientMixin):
             # The session lives on the worker holding its lease (none yet: the shared queue).
             queue = self._session_route()
             reroute = functools.partial(self._session_route, refresh=True)
-        message = ToolCallMessage(
-            call_id=call_id,
-            session_id=self.session_id,
-            session_token=self.session_token,
-            tool=name,
-            args=args,
-            backend=self.backend,
-            deadline_s=wait,
-        )
+        message = self.call_message(name, args, call_id=call_id, wait=wait)
+        accept = answer_opener(self.auth.token, call_id)
         try:
-            answer = self.sender.call(message, queue, wait, reroute)
+            answer = self.sender.call(message, queue, wait, reroute, accept=accept,
+                                      sign=self._sign_call)  # fmt: skip
         except KeyboardInterrupt:
             self.cancel(call_id)
             raise
         if '"session_moved": true' in answer:
             self._known_route = None  # served elsewhere from now on: ask again next time
         return answer
+
+    def call_message(
+        self, name: str, args: Any, *, call_id: str | None = None, wait: float | None = None
+    ) -> ToolCallMessage:
+        """The message of one call of tool ``name``, with this session's proof (for callers
+        that publish it themselves; collect its answer with :meth:`result`)."""
+        message = ToolCallMessage(
+            call_id=call_id or uuid.uuid4().hex,
+            session_id=self.session_id,
+            tool=name,
+            args=args,
+            backend=self.backend,
+            deadline_s=call_budget(args, self.settings) if wait is None else wait,
+        )
+        return self._sign_call(message)
+
+    def _sign_call(self, message: ToolCallMessage) -> ToolCallMessage:
+        return self.auth.sign("call", message)[0]
 
     def _session_route(self, *, refresh: bool = False) -> str | None:
         """The own queue of the worker serving this session (None: the shared queue).
@@ -182,12 +188,29 @@ class SandboxClient(ProcessClientMixin):
         self.sender.cancel(call_id)
 
     def result(self, call_id: str, wait: float) -> str:
-        """The result JSON of tool call ``call_id`` (see :meth:`CallSender.result`)."""
-        return self.sender.result(call_id, wait)
+        """The result JSON of tool call ``call_id`` (see :meth:`CallSender.result`).
 
-    def ask(self, task: str, args: list[Any], wait: float, queue: str | None = None) -> str | None:
-        """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer)."""
-        return self.sender.ask(task, args, wait, queue)
+        Only an answer sealed by a worker for this session is returned; raises
+        :class:`~worker.errors.ForgedResult` when only forged ones came.
+        """
+        accept = answer_opener(self.auth.token, call_id)
+        return self.sender.result(call_id, wait, accept=accept)
+
+    def ask(
+        self,
+        task: str,
+        args: list[Any],
+        wait: float,
+        queue: str | None = None,
+        *,
+        task_id: str | None = None,
+        accept: Any = None,
+    ) -> str | None:
+        """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer).
+
+        ``accept`` opens the answer (``worker.client.auth``); see ``CallSender.ask``.
+        """
+        return self.sender.ask(task, args, wait, queue, task_id=task_id, accept=accept)
 
     def ping(self, timeout: float = 10.0) -> bool:
         """True when a worker answers a no-op task within ``timeout`` seconds."""
@@ -216,16 +239,25 @@ class SandboxClient(ProcessClientMixin):
     ) -> ApprovalResult:
         message = ApprovalMessage(
             session_id=self.session_id,
-            session_token=self.session_token,
+            call_id=uuid.uuid4().hex,
             approval_id=approval_id,
             action=action,
             scope=scope,
         )
-        raw = self.ask(APPROVAL_TASK, [message.model_dump()], ANSWER_SLACK_S)
+        message, accept = self.auth.sign("approval", message)
+        if action == "approve":
+            approver = self.auth.approver_proof("approval", message)
+            message = message.model_copy(update={"approver": approver})
+        raw = self.ask(APPROVAL_TASK, [message.model_dump(mode="json")], ANSWER_SLACK_S,
+                       task_id=message.call_id, accept=accept)  # fmt: skip
         if raw is None:
             return ApprovalResult(status="error", approval_id=approval_id,
                                   error="no worker answered the approval")  # fmt: skip
-        return ApprovalResult.model_validate_json(raw)
+        answer = json.loads(raw)
+        if "approval_id" not in answer:  # a hint (denied, invalid): the client's own text
+            status = "denied" if answer.get("status") == "denied" else "error"
+            return ApprovalResult(status=status, approval_id=approval_id, error=answer["error"])
+        return ApprovalResult.model_validate(answer)
 
     # -- typed helpers -------------------------------------------------------------
 

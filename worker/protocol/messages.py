@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from worker.protocol.mac import ApproverProof, CallProof
+
 
 class ToolCallMessage(BaseModel):
     """One tool call as queued for a worker (the only argument of ``sbx.tool_call``)."""
@@ -14,7 +16,6 @@ class ToolCallMessage(BaseModel):
 
     call_id: str = Field(min_length=1, max_length=128)
     session_id: str
-    session_token: str = ""
     tool: str
     args: Any = None
     """The arguments: a dict, or the raw text the model sent (dispatch validates it)."""
@@ -25,6 +26,9 @@ class ToolCallMessage(BaseModel):
     """Times a worker handed this call to the worker holding its session's lease."""
     forwarded: bool = False
     """Sent by a worker on behalf of its caller (``worker.service.forwarding``): never forwarded."""
+    proof: CallProof | None = None
+    """The session token's proof over this message (``worker.protocol.mac``): the token
+    itself never travels."""
 
 
 class TerminalResult(BaseModel):
@@ -51,15 +55,22 @@ CallStatus = Literal["lost", "pending"]
 
 
 class ApprovalMessage(BaseModel):
-    """A person's answer to an ``approval_required`` result (``sbx.approval`` task)."""
+    """A person's answer to an ``approval_required`` result (``sbx.approval`` task).
+
+    ``proof`` is the refused session's, ``approver`` the approver credential's
+    (required to approve; a session token or an approval id alone grants nothing).
+    ``call_id`` is the task id the answer is delivered to (covered by the proofs).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     session_id: str
-    session_token: str = ""
+    call_id: str = Field(default="", max_length=128)
     approval_id: str = Field(min_length=1, max_length=128)
     action: Literal["approve", "deny"]
     scope: Literal["once", "session", "always"] = "once"
+    proof: CallProof | None = None
+    approver: ApproverProof | None = None
 
 
 class ApprovalResult(BaseModel):

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from worker.protocol.mac import CallProof
+
 ProcessStatusValue = Literal["running", "exited", "killed", "timeout", "lost"]
 ReceiptOp = Literal[
     "receipts_list", "receipt_show", "receipts_verify", "receipts_prune", "continue"
@@ -13,15 +15,21 @@ ReceiptOp = Literal[
 
 
 class ReceiptOpMessage(BaseModel):
-    """One receipt or continuation operation queued for a worker (``sbx.receipt_op``)."""
+    """One receipt or continuation operation queued for a worker (``sbx.receipt_op``).
+
+    ``proof`` is the session's (``worker.protocol.mac``); ``continue`` also needs
+    ``child_proof``, the child session's consent over the same message.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     session_id: str
-    session_token: str = ""
+    call_id: str = Field(default="", max_length=128)
     op: ReceiptOp
     process_id: str | None = None
     child_id: str | None = None
+    proof: CallProof | None = None
+    child_proof: CallProof | None = None
 
 
 class ProcessStarted(BaseModel):

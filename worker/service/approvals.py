@@ -1,8 +1,10 @@
 """Answering approvals: the platform's user approves or denies a refused command.
 
-Only the session that was refused may answer (its token is verified), and the
-answer goes to the worker's :class:`~registry.approval.ApprovalGuard`, whose
-store every worker shares.
+Only the session that was refused may answer (its proof is verified), an
+approval also needs the platform's approver credential (a session token, which
+the session's own sandbox might obtain, or the approval id alone grants
+nothing), and the answer goes to the worker's
+:class:`~registry.approval.ApprovalGuard`, whose store every worker shares.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from registry.approval import (
     ApprovalSessionError,
 )
 from worker.protocol.messages import ApprovalMessage, ApprovalResult
-from worker.service.boundary import CallerDenied, verify_caller
+from worker.service.auth import authenticate, check_approver
+from worker.service.boundary import CallerDenied
 from worker.service.runtime import WorkerRuntime
 
 
@@ -33,7 +36,10 @@ def execute_approval(raw: Any, runtime: WorkerRuntime) -> str:
                               ).model_dump_json()  # fmt: skip
     result = ApprovalResult(status="error", approval_id=message.approval_id)
     try:
-        verify_caller(runtime.signer, message.session_id, message.session_token)
+        authenticate(runtime, "approval", message, message.session_id, message.proof,
+                     message.call_id)  # fmt: skip
+        if message.action == "approve":
+            check_approver(runtime, "approval", message, message.approver)
     except CallerDenied as exc:
         result.status, result.error = "denied", str(exc)
         return result.model_dump_json()

@@ -1,6 +1,6 @@
 """Where errors become tool results: the worker side's one boundary to the wire.
 
-Every task verifies its caller with :func:`verify_caller` and turns whatever
+Every task verifies its caller (:mod:`worker.service.auth`) and turns whatever
 sbx error it meets into ``{"error", "status"}`` with :func:`error_fields`; the
 status is the error class's own (:class:`~environments.errors.SbxError`), so
 the same failure reads the same from every task. A denial never carries
@@ -13,24 +13,13 @@ from typing import Any
 
 from environments.errors import Denied, SbxError
 from process_registry.models import PermissionDenied
-from process_registry.sessions import InvalidSessionId, SessionSigner, validate_session_id
 from registry.results import to_json
 
 AUTH_FAILED = "session token missing or invalid for this session"
 
 
 class CallerDenied(Denied):
-    """The caller's session id is malformed or its token does not verify."""
-
-
-def verify_caller(signer: SessionSigner, session_id: str, token: str | None) -> None:
-    """Return when ``token`` proves ``session_id``; else raise :class:`CallerDenied`."""
-    try:
-        validate_session_id(session_id)
-    except InvalidSessionId as exc:
-        raise CallerDenied(str(exc)) from None
-    if not signer.verify(session_id, token):
-        raise CallerDenied(AUTH_FAILED)
+    """The caller's session id is malformed or its proof does not verify."""
 
 
 def error_fields(exc: BaseException) -> dict[str, Any]:

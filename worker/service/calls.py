@@ -23,7 +23,8 @@ from registry.dispatch import handle_function_call
 from registry.results import to_json, tool_error
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import SESSION_TOOLS
-from worker.service.boundary import CallerDenied, error_result, verify_caller
+from worker.service.auth import authenticate
+from worker.service.boundary import CallerDenied, error_result
 from worker.service.runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
@@ -86,9 +87,10 @@ def prepare_call(raw: Any, runtime: WorkerRuntime) -> ToolCallMessage | str:
         message = ToolCallMessage.model_validate(raw)
     except ValidationError as exc:
         return tool_error(f"malformed call message: {exc.error_count()} problem(s): "
-                          + "; ".join(e["msg"] for e in exc.errors(include_url=False)))  # fmt: skip
+                          + "; ".join(e["msg"] for e in exc.errors(include_url=False)),
+                          status="invalid")  # fmt: skip
     try:
-        verify_caller(runtime.signer, message.session_id, message.session_token)
+        authenticate(runtime, "call", message, message.session_id, message.proof, message.call_id)
     except CallerDenied as exc:
         return error_result(exc)
     too_big = _limits_error(message, runtime)

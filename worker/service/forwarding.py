@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from worker.broker.sender import CallSender
 from worker.protocol.ledger import ROUTE_PREFIX, claim_key, read_route
+from worker.protocol.mac import answer_opener, message_body, prove
 from worker.protocol.messages import ToolCallMessage
+from worker.protocol.revocations import read_epoch
 
 if TYPE_CHECKING:
     from worker.service.runtime import WorkerRuntime
@@ -56,11 +58,14 @@ class ProcessForwarder:
                 self._sender = CallSender(rt.broker_url, rt.ledger_url, rt.settings)
             return self._sender
 
-    def holder_queue(self, process_id: str) -> str | None:
-        """The queue of the other, present worker holding ``process_id`` (None: none, this
-        one, or one that is gone -- see :meth:`absent_holder`)."""
+    def holder_queue(self, process_id: str, session_id: str) -> str | None:
+        """The queue of the other, present worker holding ``process_id`` of ``session_id``
+        (None: none, this one, one that is gone -- see :meth:`absent_holder` -- or a
+        process of another session: that answers here, exactly as an unknown id does)."""
         route = read_route(self.runtime.ledger.client, process_id)
-        queue = route["queue"] if route else None
+        if not route or route.get("session") != session_id:
+            return None
+        queue = route["queue"]
         if not queue or queue == self.own_queue or self.absent_holder(process_id, route):
             return None
         return queue
@@ -98,18 +103,24 @@ class ProcessForwarder:
         message = ToolCallMessage(
             call_id=call_id,
             session_id=session_id,
-            session_token=self.runtime.signer.token(session_id),
             tool="process",
             args=args,
             backend=backend,
             deadline_s=max(1.0, wait),
             forwarded=True,
         )
+        # Acting as the (verified) session: a short-lived token of its current epoch.
+        rt = self.runtime
+        epoch = read_epoch(rt.ledger.client, session_id, rt.settings.home)
+        token = rt.signer.token(session_id, ttl=max(60.0, wait + 60.0), epoch=epoch)
+        message = message.model_copy(update={"proof": prove(token, message_body("call", message))})
+        accept = answer_opener(token, call_id)
         sender.send_call(message, queue)
         first = min(wait, TAKEN_WITHIN_S)
-        answer = sender.wait_answer(call_id, first, claimed=True)
+        answer = sender.wait_answer(call_id, first, claimed=True, accept=accept)
         if answer is None and sender.ledger.client.exists(claim_key(call_id)):
-            answer = sender.wait_answer(call_id, max(0.0, wait - first), claimed=True)
+            answer = sender.wait_answer(call_id, max(0.0, wait - first), claimed=True,
+                                        accept=accept)  # fmt: skip
         if answer is None:
             sender.cancel(call_id)
             log.warning("worker queue %s did not take a forwarded process action", queue)

@@ -9,10 +9,11 @@ Contracts:
 * Every method takes the caller's *verified* session id (``ctx.session_id``
   for tools; the task verifies the token for :meth:`ProcessManager.receipt_op`).
   Ownership is checked by the registry; a process id alone authorizes nothing.
-* Tool-facing methods never raise for expected failures: denial, unknown ids,
-  bad ids and unsupported actions come back as ``{"error": ..., "status":
-  "denied" | "not_found" | "invalid" | "error"}``. Denials say nothing about
-  the protected process (no command, no output).
+* Tool-facing methods never raise for expected failures: unknown ids, bad ids
+  and unsupported actions come back as ``{"error": ..., "status": "not_found"
+  | "invalid" | "error"}``. Another session's process or receipt answers
+  exactly as an unknown id does (``not_found``, same words, answered here and
+  never forwarded), so ids reveal nothing about other sessions.
 * Routing: each running (started or adopted) process is recorded in the
   broker's Redis as ``sbx:process:<id>`` -> ``{"queue", "session"}``, the
   queue being this worker's own queue (``worker.protocol.tasks.own_queue_name``), so clients
@@ -36,14 +37,18 @@ from environments.errors import WorkdirNotFound
 from environments.pool import SandboxPool
 from environments.registry import backend_class
 from process_registry.models import (
+    NotFound,
+    PermissionDenied,
     ProcessRecord,
     ProcessTableError,
 )
 from process_registry.receipts import DEFAULT_MAX_AGE
 from process_registry.sessions import InvalidSessionId, validate_session_id
 from process_registry.table import InputUnsupported, ProcessTable, PtyUnsupported
+from process_registry.tokens.sealer import Sealer
 from registry.approval import CommandTooLong, PtyLineBuffer
 from registry.tools.process import ProcessArgs
+from worker.identity import sealer
 from worker.protocol.ledger import read_route, receipt_route_key, route_key
 from worker.service.boundary import error_fields
 from worker.service.fleet_processes import SharedCheckpoints, adopt_orphans
@@ -53,10 +58,17 @@ from worker.settings import Settings
 log = logging.getLogger(__name__)
 
 _ANSWER_MARGIN_S = 1.0
+RECEIPTS_PURPOSE = "receipts"
+"""The purpose receipts' and chain heads' seals are derived for."""
 
 
 def _error(message: str, status: str) -> dict[str, Any]:
     return {"error": message, "status": status}
+
+
+def _unknown(process_id: str | None) -> dict[str, Any]:
+    """The one answer for an unknown process id and for another session's."""
+    return _error(f"no process {process_id} in this session", "not_found")
 
 
 class ProcessManager:
@@ -71,7 +83,9 @@ class ProcessManager:
         worker_queue: str | None = None,
         kill_grace: float = 2.0,
         worker_id: str = "",
+        receipt_sealer: Sealer | None = None,
     ) -> None:
+        """``receipt_sealer`` seals receipts and chain heads (the worker's keyring)."""
         self.settings = settings
         self.pool = pool
         self.redis = redis_client
@@ -92,6 +106,7 @@ class ProcessManager:
             receipt_max_age=settings.receipt_max_age_days * 86400.0,
             receipt_max_count=settings.receipt_max_count,
             output_cap=settings.process_output_cap,
+            receipt_sealer=receipt_sealer,
         )
 
     # -- environments and routes -----------------------------------------------------------
@@ -225,6 +240,8 @@ class ProcessManager:
             if args.action == "kill":
                 return self.table.kill(pid, session).model_dump(mode="json")
             return self._write(pid, args.data, ctx)
+        except (PermissionDenied, NotFound):
+            return _unknown(args.process_id)
         except (ProcessTableError, InvalidSessionId) as exc:
             return error_fields(exc)
 
@@ -257,7 +274,7 @@ class ProcessManager:
                 return result
             if args.process_id is None or self.table.tracks(args.process_id):
                 return None
-            holder = fwd.holder_queue(args.process_id)
+            holder = fwd.holder_queue(args.process_id, session)
             if holder is None:
                 return self._take_from_absent(args.process_id, session)
             return fwd.forward(holder, args.model_dump(exclude_none=True), session, backend, wait)
@@ -287,11 +304,9 @@ class ProcessManager:
     def _write(self, process_id: str, data: str | None, ctx: Any) -> dict[str, Any]:
         if data is None:
             return _error("action 'write' needs data (the text to type)", "invalid")
-        try:
-            # Ownership first: nothing is judged, or told, about another session's process.
-            self.table.poll(process_id, ctx.session_id)
-        except (ProcessTableError, InvalidSessionId) as exc:
-            return error_fields(exc)
+        # Ownership first: nothing is judged, or told, about another session's process
+        # (raises as an unknown id does: see ``handle``).
+        self.table.check_owner(process_id, ctx.session_id)
         guard = ctx.components.get("approval") if isinstance(ctx.components, dict) else None
         if guard is not None:
             # Input to a pty shell is a command too, judged a whole line at a time: the
@@ -333,7 +348,11 @@ class ProcessManager:
                 return {"receipts": [r.model_dump(mode="json") for r in store.list(session_id)]}
             if op == "receipt_show":
                 process_id = str(kw.get("process_id") or "")
-                return {"receipt": store.read(process_id, session_id).model_dump(mode="json")}
+                try:
+                    receipt = store.read(process_id, session_id)
+                except (PermissionDenied, NotFound):
+                    return _unknown(process_id)
+                return {"receipt": receipt.model_dump(mode="json")}
             if op == "receipts_verify":
                 sessions = store.sessions_readable_by(session_id)
                 return {"problems": store.verify(sessions), "sessions": sessions}
@@ -421,6 +440,7 @@ def install_process_manager(
         redis_client=runtime.ledger.client,
         worker_queue=worker_queue,
         worker_id=runtime.worker_id,
+        receipt_sealer=sealer(runtime.signer, RECEIPTS_PURPOSE),
     )
     if worker_queue is not None:
         service.forwarder = ProcessForwarder(runtime, worker_queue)

@@ -2,7 +2,8 @@
 
 Receipts live under the worker's ``SBX_HOME`` and only a verified session may
 read them, so clients and the CLI ask a worker: the task verifies the
-session token exactly as ``execute_call`` does, then runs the operation
+session's proof exactly as ``execute_call`` does (``continue`` also the
+child session's: its consent), then runs the operation
 through the worker's :class:`~worker.processes.ProcessManager`. The result is
 always a JSON string: ``{"error", "status"}`` on failure (``denied`` for a
 missing or wrong token, with nothing protected in it).
@@ -19,7 +20,8 @@ from pydantic import ValidationError
 from registry.results import to_json, tool_error
 from worker.protocol.process_messages import ReceiptOpMessage
 from worker.protocol.tasks import RECEIPT_OP_TASK
-from worker.service.boundary import CallerDenied, error_result, verify_caller
+from worker.service.auth import authenticate, session_token_of
+from worker.service.boundary import CallerDenied, error_result
 from worker.service.processes import ProcessManager, install_process_manager
 from worker.service.runtime import WorkerRuntime
 from worker.service.tasks import answer_in_mailbox
@@ -36,7 +38,11 @@ def execute_receipt_op(raw: Any, svc: WorkerRuntime) -> str:
         problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
         return tool_error(f"malformed session operation: {problems}", status="invalid")
     try:
-        verify_caller(svc.signer, message.session_id, message.session_token)
+        authenticate(svc, "receipt-op", message, message.session_id, message.proof,
+                     message.call_id)  # fmt: skip
+        if message.op == "continue":
+            session_token_of(svc, "receipt-op", message, str(message.child_id or ""),
+                             message.child_proof)  # fmt: skip
     except CallerDenied as exc:
         return error_result(exc)
     service = svc.components.get("processes")

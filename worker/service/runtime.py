@@ -17,13 +17,14 @@ from process_registry.sessions import SessionSigner
 from registry.approval import ApprovalGuard
 from worker.broker.connection import redis_client, resolve_broker_url, resolve_ledger_url
 from worker.broker.sender import CallSender
-from worker.identity import load_signer
+from worker.identity import load_signer, sealer
 from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger
 from worker.protocol.tasks import own_queue_name
 from worker.service.approval_policy import audit, policy_reader
 from worker.service.backends import BackendConfigs
 from worker.service.dispatcher import SessionDispatcher
+from worker.service.grants import GRANTS_PURPOSE, SealedGrants
 from worker.service.heartbeat import Heartbeat
 from worker.service.leases import SessionLeases
 from worker.settings import Settings, get_settings
@@ -136,21 +137,29 @@ def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRu
             leases.release(session_id)
 
     pool.on_released = released
-    svc.components["approval"] = build_approval_guard(settings, client)
+    svc.components["approval"] = build_approval_guard(settings, client, svc.signer)
     return svc
 
 
-def build_approval_guard(settings: Settings, client: redis.Redis) -> ApprovalGuard:
+def build_approval_guard(
+    settings: Settings, client: redis.Redis, signer: SessionSigner | None = None
+) -> ApprovalGuard:
     """The worker's approval guard: its policy from the settings (config.yaml), read at
     start and audited against the last one applied; its state in the ledger.
 
     Approvals live in the ledger's Redis so that every worker serving a session
-    sees the same pending approvals and grants.
+    sees the same pending approvals and grants; with ``signer``, a grant counts
+    only with a worker's seal (``worker.service.grants``).
     """
+    from registry.approval.redis_store import RedisApprovalStore
+
+    store: Any = RedisApprovalStore(client)
+    if signer is not None:
+        store = SealedGrants(store, client, sealer(signer, GRANTS_PURPOSE))
     guard = ApprovalGuard.from_config_file(
         None,
         document=policy_reader(settings),
-        redis_client=client,
+        store=store,
         mode=settings.approval_mode,
         # The worker guards itself: overwriting its home or config needs approval.
         protected_paths=[str(settings.home), str(settings.home / "config.yaml")],

@@ -15,9 +15,11 @@ from celery.exceptions import Ignore
 from registry.context import Cancellation
 from registry.results import tool_error
 from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger
+from worker.protocol.mac import sealed_body
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
 from worker.service.approvals import execute_approval
+from worker.service.auth import CallerScope, caller_scope
 from worker.service.call_observers import notify_answered
 from worker.service.calls import cancelled_before_start, prepare_call, run_call, uses_session
 from worker.service.dispatcher import Busy
@@ -38,7 +40,7 @@ def deliver_result(
     True when delivered (or a result was delivered before); False when the
     broker stayed unreachable for ``patience`` seconds (logged: the result is gone).
     """
-    notify_answered(call_id, result)
+    notify_answered(call_id, sealed_body(result))
     deadline = time.monotonic() + patience
     backoff, warned = 0.05, False
     while True:
@@ -70,9 +72,17 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
 
     A call of a session that another present worker serves is handed to that
     worker's own queue with its claim (its answer comes from there; None here).
-    The result goes to the call's mailbox (:meth:`CallLedger.deliver`), where the
-    client waits for it; it is also returned (to in-process callers and tests).
+    The result goes to the call's mailbox (:meth:`CallLedger.deliver`), sealed for
+    the verified caller (``worker.service.auth``), where the client waits for it;
+    it is also returned (to in-process callers and tests).
     """
+    with caller_scope(call_id) as caller:
+        return _run_claimed(call_id, message, svc, caller)
+
+
+def _run_claimed(
+    call_id: str, message: Any, svc: WorkerRuntime, caller: CallerScope
+) -> str | None:
     ledger = svc.ledger
     prepared = prepare_call(message, svc)
     session_id = "" if isinstance(prepared, str) else prepared.session_id
@@ -82,7 +92,7 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
         raise Ignore()
     if claim == CANCELLED:
         result = cancelled_before_start(call_id)
-        deliver_result(ledger, call_id, result)
+        deliver_result(ledger, call_id, caller.seal(result))
         return result
     moved_from: str | None = None
     if not isinstance(prepared, str) and svc.leases is not None and uses_session(prepared):
@@ -98,13 +108,14 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
         else:
             moved_from = admitted.taken_over_from
     if isinstance(prepared, str):
-        deliver_result(ledger, call_id, prepared)
+        deliver_result(ledger, call_id, caller.seal(prepared))
         svc.heartbeat.finish(call_id)
         return prepared
     cancel = Cancellation()
     svc.heartbeat.add(call_id, cancel)
+    # Sealed with the verified caller's token, also on the dispatcher's thread.
     job: Callable[[], str] = functools.partial(
-        _run_taken, svc, call_id, prepared, cancel, moved_from
+        _run_taken, svc, call_id, prepared, cancel, moved_from, caller.seal
     )
     if svc.dispatcher is None:
         return job()
@@ -112,7 +123,7 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
         svc.dispatcher.submit(prepared.session_id, job)
     except Busy as exc:
         result = tool_error(str(exc), status="busy")
-        deliver_result(ledger, call_id, result)
+        deliver_result(ledger, call_id, caller.seal(result))
         svc.heartbeat.finish(call_id)
         return result
     return None
@@ -124,14 +135,16 @@ def _run_taken(
     message: ToolCallMessage,
     cancel: Cancellation,
     moved_from: str | None,
+    seal: Callable[[str], str],
 ) -> str:
-    """Run a claimed call and deliver its result (on a runner thread of the dispatcher)."""
+    """Run a claimed call and deliver its result, sealed with ``seal`` (on a runner thread
+    of the dispatcher)."""
     try:
         if cancel.is_set():  # cancelled while it waited behind its session's earlier calls
             result = cancelled_before_start(call_id)
         else:
             result = run_call(message, svc, cancel=cancel, moved_from=moved_from)
-        deliver_result(svc.ledger, call_id, result)
+        deliver_result(svc.ledger, call_id, seal(result))
         return result
     finally:
         svc.heartbeat.finish(call_id)
@@ -152,8 +165,9 @@ def answer_in_mailbox(
 ) -> str:
     """``execute(message, runtime())``, its answer delivered to ``task_id``'s mailbox."""
     svc = runtime()
-    answer = execute(message, svc)
-    deliver_result(svc.ledger, task_id, answer)
+    with caller_scope(task_id) as caller:
+        answer = execute(message, svc)
+        deliver_result(svc.ledger, task_id, caller.seal(answer))
     return answer
 
 

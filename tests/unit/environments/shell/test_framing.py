@@ -105,3 +105,49 @@ def test_output_capture_does_not_split_utf8_in_tail() -> None:
     text = cap.text()
     assert text.startswith("aaaa\n") and text.endswith("éé")
     assert "\ufffd" not in text
+
+
+def _capture(data: bytes, limit: int) -> str:
+    cap = OutputCapture(limit)
+    for i in range(0, len(data), 7):
+        cap.feed(data[i : i + 7])
+    return cap.text()
+
+
+def test_output_capture_tail_starts_at_a_line_start() -> None:
+    secret = "hunter2-Sup3rS3cret-value"
+    lines = b"".join(f"line {i}\n".encode() for i in range(200))
+    data = lines + f"export API_KEY={secret}\n".encode() + b"end\n"
+    # Every limit whose kept tail starts inside the KEY= line.
+    for limit in range(20, 120):
+        text = _capture(data, limit)
+        tail = text.split("omitted] ...\n", 1)[1]
+        # Whole, the line is the redactor's to catch; a part of it must not be there.
+        tail = tail.replace(f"export API_KEY={secret}\n", "")
+        assert not any(secret[i:] in tail for i in range(len(secret) - 3)), (limit, tail)
+        assert text.endswith("end\n")
+
+
+def test_output_capture_head_ends_at_a_token_boundary() -> None:
+    token = "ghp_" + "Zq8Wx7Ec6Rv5Tb4Yn3Um2Ik1Ol0Pa9Sd8Fg7Hj6"
+    data = f"token {token} and more\n".encode() + b"x\n" * 500
+    for limit in range(16, 100):
+        head = _capture(data, limit).split("\n... [sbx:", 1)[0]
+        assert head in ("", "token ", f"token {token} ", f"token {token} and ")
+
+
+def test_output_capture_drops_a_private_key_cut_open() -> None:
+    key = "-----BEGIN RSA PRIVATE KEY-----\n" + "QUJD\n" * 50 + "-----END RSA PRIVATE KEY-----\n"
+    data = b"x\n" * 500 + key.encode() + b"after\n"
+    text = _capture(data, 200)
+    assert "QUJD" not in text and text.endswith("after\n")
+
+
+def test_output_capture_omitted_count_is_exact() -> None:
+    data = b"".join(f"{i} words here\n".encode() for i in range(1000))
+    cap = OutputCapture(300)
+    cap.feed(data)
+    head, tail = cap.text().split("\n... [sbx: ")
+    omitted = int(tail.split(" ", 1)[0])
+    shown = head.encode() + tail.split("omitted] ...\n", 1)[1].encode()
+    assert omitted + len(shown) == len(data)

@@ -20,6 +20,9 @@ from worker.errors import (
     TokenRequired,
     exit_code_for,
 )
+from worker.protocol.mac import message_body, prove
+from worker.protocol.messages import ApprovalMessage, ToolCallMessage
+from worker.protocol.process_messages import ReceiptOpMessage
 from worker.service.approvals import execute_approval
 from worker.service.boundary import error_fields
 from worker.service.calls import execute_call
@@ -40,27 +43,22 @@ def runtime(tmp_path: Path) -> WorkerRuntime:
     )
 
 
+def _signed(kind: str, message: Any, token: str) -> dict[str, Any]:
+    """``message`` with a proof made with ``token``, as it travels."""
+    proof = prove(token, message_body(kind, message))
+    dumped: dict[str, Any] = message.model_copy(update={"proof": proof}).model_dump(mode="json")
+    return dumped
+
+
 @pytest.mark.parametrize("token", ["", "sbx1.forged", SessionSigner(b"x" * 32).token("s1")])
 def test_a_bad_token_is_denied_by_every_task(runtime: WorkerRuntime, token: str) -> None:
-    call = json.loads(
-        execute_call(
-            {"call_id": "c1", "session_id": "s1", "session_token": token, "tool": "terminal",
-             "args": {"command": "true"}},
-            runtime,
-        )
-    )  # fmt: skip
-    receipts = json.loads(
-        execute_receipt_op(
-            {"session_id": "s1", "session_token": token, "op": "receipts_list"}, runtime
-        )
-    )
-    approval = json.loads(
-        execute_approval(
-            {"session_id": "s1", "session_token": token, "approval_id": "a1",
-             "action": "approve"},
-            runtime,
-        )
-    )  # fmt: skip
+    call_message = ToolCallMessage(call_id="c1", session_id="s1", tool="terminal",
+                                   args={"command": "true"})  # fmt: skip
+    call = json.loads(execute_call(_signed("call", call_message, token), runtime))
+    op = ReceiptOpMessage(session_id="s1", op="receipts_list")
+    receipts = json.loads(execute_receipt_op(_signed("receipt-op", op, token), runtime))
+    answer = ApprovalMessage(session_id="s1", approval_id="a1", action="approve")
+    approval = json.loads(execute_approval(_signed("approval", answer, token), runtime))
     assert call["status"] == receipts["status"] == approval["status"] == "denied"
     assert call["error"] == receipts["error"] == approval["error"]
 

@@ -8,8 +8,12 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+import redis
 
 from process_registry.sessions import SessionSigner
+from worker.protocol.ledger import CallLedger
+from worker.protocol.mac import message_body, prove
+from worker.protocol.messages import ToolCallMessage
 from worker.service.calls import execute_call
 from worker.service.runtime import WorkerRuntime
 from worker.settings import Settings
@@ -18,26 +22,24 @@ SIGNER = SessionSigner(b"k" * 32)
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> WorkerRuntime:
-    # A refused call never reaches the pool or the ledger.
+def runtime(tmp_path: Path, external_redis_url: str) -> WorkerRuntime:
+    # A refused call never reaches the pool; the ledger only answers the session's
+    # revocation epoch while its proof is checked.
+    client = redis.Redis.from_url(external_redis_url)
     return WorkerRuntime(
         settings=Settings(home=tmp_path, max_timeout=600, max_command_bytes=4096),
         broker_url="redis://unused",
         signer=SIGNER,
-        ledger=cast(Any, None),
+        ledger=CallLedger(client, claim_ttl=60, lost_after=10.0),
         pool=cast(Any, None),
     )
 
 
 def call(runtime: WorkerRuntime, args: Any) -> dict[str, Any]:
-    message = {
-        "call_id": "c1",
-        "session_id": "s1",
-        "session_token": SIGNER.token("s1"),
-        "tool": "terminal",
-        "args": args,
-    }
-    answer: dict[str, Any] = json.loads(execute_call(message, runtime))
+    message = ToolCallMessage(call_id="c1", session_id="s1", tool="terminal", args=args)
+    proof = prove(SIGNER.token("s1"), message_body("call", message))
+    signed = message.model_copy(update={"proof": proof}).model_dump(mode="json")
+    answer: dict[str, Any] = json.loads(execute_call(signed, runtime))
     return answer
 
 

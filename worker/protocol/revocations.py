@@ -1,0 +1,109 @@
+"""Session revocation: each session's *epoch*, in the ledger (and mirrored under SBX_HOME).
+
+A v2 token's MAC covers its session's epoch (``process_registry.sessions``):
+``sbx session revoke SID`` moves the epoch, so every token of that session
+minted before stops verifying on every worker at its next call, and tokens
+minted after carry the new epoch. The epoch is kept in the ledger
+(``sbx:session:<id>:epoch``, no expiry) and mirrored to
+``$SBX_HOME/sessions/revoked/<id>`` so that a restart of the embedded ledger,
+which keeps nothing on disk, does not bring revoked tokens back: a ledger
+without the ``sbx:sessions:seeded`` mark (new, or emptied by a restart) is
+seeded from the mirror before its answer counts. A check is one round trip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from process_registry.sessions import InvalidSessionId, validate_session_id
+
+SEEDED_KEY = "sbx:sessions:seeded"
+
+
+def epoch_key(session_id: str) -> str:
+    """The ledger key holding ``session_id``'s revocation epoch."""
+    return f"sbx:session:{session_id}:epoch"
+
+
+def _mirror_dir(home: Path) -> Path:
+    return home / "sessions" / "revoked"
+
+
+def _read_mirror(home: Path | None, session_id: str) -> int:
+    if home is None:
+        return 0
+    with contextlib.suppress(OSError, ValueError):
+        fd = os.open(_mirror_dir(home) / session_id, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            return int(os.read(fd, 64).strip() or 0)
+        finally:
+            os.close(fd)
+    return 0
+
+
+def _write_mirror(home: Path, session_id: str, epoch: int) -> None:
+    directory = _mirror_dir(home)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = directory / f".tmp-{secrets.token_hex(6)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, str(epoch).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, directory / session_id)
+
+
+def _seed(client: redis.Redis, home: Path | None) -> None:
+    """Copy the mirror's epochs into a ledger that lost them (or never had them)."""
+    pipe = client.pipeline(transaction=False)
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(_mirror_dir(home)) if home is not None else ():
+            with contextlib.suppress(InvalidSessionId, ValueError):
+                session_id = validate_session_id(entry.name)
+                pipe.set(epoch_key(session_id), _read_mirror(home, session_id), nx=True)
+    pipe.set(SEEDED_KEY, "1")
+    pipe.execute()
+
+
+def read_epoch(client: redis.Redis, session_id: str, home: Path | None = None) -> int:
+    """``session_id``'s revocation epoch (0: never revoked). Raises ``redis.RedisError``."""
+    raw: Any = client.mget([epoch_key(session_id), SEEDED_KEY])
+    if raw[1] is None:
+        _seed(client, home)
+        raw = client.mget([epoch_key(session_id), SEEDED_KEY])
+    try:
+        return int(raw[0] or 0)
+    except ValueError:
+        return 0
+
+
+_REVOKE = """
+local now = tonumber(ARGV[1])
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+local floor = tonumber(ARGV[2])
+local epoch = math.max(now, cur + 1, floor + 1)
+redis.call('SET', KEYS[1], epoch)
+return epoch
+"""
+
+
+def revoke(client: redis.Redis, session_id: str, home: Path | None = None) -> int:
+    """Move ``session_id``'s epoch past every earlier one; the new epoch.
+
+    Tokens of the session minted before stop verifying. Raises ``redis.RedisError``
+    and :class:`~process_registry.sessions.InvalidSessionId`.
+    """
+    validate_session_id(session_id)
+    floor = _read_mirror(home, session_id)
+    epoch = int(client.eval(_REVOKE, 1, epoch_key(session_id), int(time.time() * 1000), floor))
+    if home is not None:
+        _write_mirror(home, session_id, epoch)
+    return epoch
