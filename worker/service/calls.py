@@ -21,6 +21,7 @@ from registry.discovery import discover_builtin_tools
 from registry.dispatch import handle_function_call
 from registry.results import tool_error
 from worker.protocol.messages import ToolCallMessage
+from worker.service.backends import BackendNotAllowed, check_backend_allowed
 from worker.service.boundary import CallerDenied, error_result, verify_caller
 from worker.service.runtime import WorkerRuntime
 
@@ -63,11 +64,16 @@ def execute_call(
     except CallerDenied as exc:
         return error_result(exc)
     settings = runtime.settings
+    backend = canonical_name(message.backend or settings.backend)
+    try:
+        check_backend_allowed(settings, backend)
+    except BackendNotAllowed as exc:
+        return error_result(exc)
     budget = message.deadline_s or float(settings.max_timeout) + 60.0
     ctx = ToolContext(
         session_id=message.session_id,
         call_id=message.call_id,
-        backend=canonical_name(message.backend or settings.backend),
+        backend=backend,
         pool=runtime.pool,
         deadline=time.monotonic() + max(0.5, budget - _ANSWER_MARGIN_S),
         output_limit=settings.output_limit,

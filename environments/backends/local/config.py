@@ -9,6 +9,9 @@ from pydantic import field_validator
 
 from environments.config import BackendConfig, WorkerContext
 
+NO_ISOLATION = "no isolation, trusted code only"
+"""What sbx says wherever the local backend runs without its jail."""
+
 
 class LocalConfig(BackendConfig):
     """Settings of the local backend (``SBX_LOCAL_*``)."""

@@ -26,7 +26,7 @@ import psutil
 
 from environments.backends.local import pty
 from environments.backends.local.channel import PipeChannel
-from environments.backends.local.config import LocalConfig
+from environments.backends.local.config import NO_ISOLATION, LocalConfig
 from environments.backends.local.files import LocalFiles
 from environments.backends.local.jail import SHELL_INIT, Jail, probe
 from environments.backends.local.jailfs import JailFiles
@@ -43,8 +43,6 @@ from environments.shell.environment import ShellEnvironment
 from environments.shell.framing import shell_quote
 
 __all__ = ["LocalConfig", "LocalEnvironment"]
-
-NO_ISOLATION = "no isolation, trusted code only"
 
 
 class LocalEnvironment(ShellEnvironment):

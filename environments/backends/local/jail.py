@@ -222,9 +222,11 @@ class Jail:
 
 
 SHELL_INIT = r"""
-import os, socket, sys
-sock = socket.socket(fileno=int(sys.argv[1]))
-_, pipes, _, _ = socket.recv_fds(sock, 1, 2)
+import _socket, os, sys
+sock = _socket.socket(fileno=int(sys.argv[1]))
+_, ancillary, _, _ = sock.recvmsg(1, _socket.CMSG_SPACE(8))
+data = b"".join(d for level, kind, d in ancillary if kind == _socket.SCM_RIGHTS)
+pipes = [int.from_bytes(data[i : i + 4], sys.byteorder) for i in range(0, len(data), 4)]
 sock.close()
 pid = os.fork()
 if pid == 0:
@@ -316,4 +318,4 @@ def probe(config: LocalConfig) -> tuple[bool, str]:
     if proc.returncode != 0:
         why = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
         return False, f"bubblewrap cannot make a jail here: {why[0]}"
-    return True, "ok (bubblewrap jail)"
+    return True, "ok"
