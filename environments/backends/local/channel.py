@@ -7,7 +7,10 @@ import os
 import select
 import signal
 import subprocess
+from collections.abc import Callable
 from typing import IO
+
+from environments.errors import SandboxDead
 
 _READ_SIZE = 1 << 16
 
@@ -45,16 +48,29 @@ class PipeChannel:
         self._attach(proc, proc.stdin, proc.stdout)
 
     @classmethod
-    def over(cls, proc: subprocess.Popen[bytes], to_shell: int, from_shell: int) -> PipeChannel:
+    def over(
+        cls,
+        proc: subprocess.Popen[bytes],
+        to_shell: int,
+        from_shell: int,
+        explain: Callable[[], str] | None = None,
+    ) -> PipeChannel:
         """A channel to ``proc`` (started in its own session) through the write end
-        ``to_shell`` and the read end ``from_shell``, which the channel now owns."""
+        ``to_shell`` and the read end ``from_shell``, which the channel now owns.
+
+        ``explain()`` says why the process could not run (e.g. its sandbox could not be
+        made); when it says anything at the end of the stream, :meth:`read` raises
+        :class:`SandboxDead` with it instead of returning EOF.
+        """
         channel = cls.__new__(cls)
         channel._attach(proc, open(to_shell, "wb", 0), open(from_shell, "rb", 0))  # noqa: SIM115
+        channel._explain = explain
         return channel
 
     def _attach(self, proc: subprocess.Popen[bytes], to_shell: IO[bytes], from_shell: IO[bytes]
                 ) -> None:  # fmt: skip
         self.proc = proc
+        self._explain: Callable[[], str] | None = None
         self._streams = (to_shell, from_shell)
         self._in = to_shell.fileno()
         self._out = from_shell.fileno()
@@ -72,9 +88,12 @@ class PipeChannel:
         if not self._poll.poll(ms):
             return None
         try:
-            return os.read(self._out, _READ_SIZE)
+            data = os.read(self._out, _READ_SIZE)
         except OSError:
-            return b""
+            data = b""
+        if not data and self._explain is not None and (why := self._explain()):
+            raise SandboxDead(f"the session shell could not start: {why}")
+        return data
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -18,7 +18,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,9 +32,9 @@ from environments.backends.local.jailfs import JailFiles
 from environments.backends.local.sessiondirs import reap_sessions
 from environments.backends.local.spawn import PLAIN_WRAPPER, jailed_wrapper, start_jailed
 from environments.backends.local.tree import group_of, host_pgid, kill_tree, running
-from environments.base import ExecResult, HeadTrim, SpawnedProcess
+from environments.base import HeadTrim, SpawnedProcess
 from environments.config import BackendConfig, config_of
-from environments.errors import BackendUnavailable, SandboxDead, WorkdirNotFound
+from environments.errors import BackendUnavailable, WorkdirNotFound
 from environments.procinfo import boot_id, process_start_time
 from environments.sanitize import sandbox_environment
 from environments.shell.driver import SessionShell
@@ -132,26 +131,7 @@ class LocalEnvironment(ShellEnvironment):
                 os.close(fd)
             ours.close()
             theirs.close()
-        return PipeChannel.over(proc, to_shell, from_shell)
-
-    def exec(
-        self,
-        command: str,
-        *,
-        workdir: str | None = None,
-        env: dict[str, str] | None = None,
-        timeout: float = 180.0,
-        output_limit: int = 100_000,
-        cancel: threading.Event | None = None,
-    ) -> ExecResult:
-        try:
-            return super().exec(command, workdir=workdir, env=env, timeout=timeout,
-                                output_limit=output_limit, cancel=cancel)  # fmt: skip
-        except SandboxDead as exc:
-            said = self.jail.dirs.jail_log() if self.jail is not None else ""
-            if not said:
-                raise
-            raise SandboxDead(f"{exc}: {said}") from exc
+        return PipeChannel.over(proc, to_shell, from_shell, explain=self.jail.dirs.jail_log)
 
     def _before_exec(self) -> None:
         self._groups.clear()
