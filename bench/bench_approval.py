@@ -6,12 +6,20 @@ Run from the repository root::
 
 Prints median and p95 (milliseconds) for:
 
+* the baseline of this run: ``shlex.split`` of the benign command (a pure
+  Python tokenisation, so ratios to it cancel out how fast or loaded the
+  machine is);
 * ``detect_dangerous_command`` + ``detect_hardline_command`` on a benign and a
   long dangerous command, cold (analysis cache cleared before every iteration:
   the real parsing cost) and warm (repeated command, served from the cache);
+* the everyday list (the commands the tests require to pass without
+  approval): the cold cost of each command, as p50/p95 over the list;
 * ``ApprovalGuard.check`` with an in-memory store and a config file on disk
   (one ``stat`` per call), for the benign command and for a dangerous one that
-  returns ``approval_required`` (deduplicated pending approval).
+  returns ``approval_required`` (deduplicated pending approval);
+* the worst case: the slowest of the pathological inputs the tests use (each
+  at most 64 KiB) and a 1 MB command refused before analysis, with peak
+  memory.
 
 Target: benign detection under 0.2 ms p50 (cold).
 """
@@ -19,9 +27,11 @@ Target: benign detection under 0.2 ms p50 (cold).
 from __future__ import annotations
 
 import argparse
+import shlex
 import statistics
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,6 +43,8 @@ from registry.approval import (
     detect_hardline_command,
 )
 from registry.approval import detect as detect_module
+from tests.unit.registry.approval.test_detect_limits import PATHOLOGICAL
+from tests.unit.registry.approval.test_everyday import EVERYDAY
 
 BENIGN = "ls -la src/"
 LONG_DANGEROUS = (
@@ -64,10 +76,45 @@ def _measure(
     return samples
 
 
-def _row(name: str, samples: list[float]) -> str:
+def _p95(samples: list[float]) -> float:
     ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
-    return f"{name:<58} {statistics.median(ordered):>9.4f} {p95:>9.4f}"
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+
+
+def _row(name: str, samples: list[float], baseline: float) -> str:
+    p50 = statistics.median(samples)
+    return f"{name:<58} {p50:>9.4f} {_p95(samples):>9.4f} {p50 / baseline:>8.1f}x"
+
+
+def _detect(command: str) -> Callable[[], object]:
+    return lambda: (detect_dangerous_command(command), detect_hardline_command(command))
+
+
+def _everyday(iterations: int, clear: Callable[[], object]) -> list[float]:
+    """Cold per-command cost over the everyday list (median of repeats per command)."""
+    repeats = max(5, iterations // 100)
+    per_command = []
+    for command in EVERYDAY:
+        per_command.append(statistics.median(_measure(_detect(command), repeats, clear)))
+    return per_command
+
+
+def _worst(clear: Callable[[], object]) -> tuple[float, str, float]:
+    """Slowest pathological input (ms), its start, and peak memory (MB) over all of them."""
+    slowest, label, peak = 0.0, "", 0.0
+    for command in [*PATHOLOGICAL, "a;" * 500_000]:
+        clear()
+        tracemalloc.start()
+        detect_dangerous_command(command)
+        peak = max(peak, tracemalloc.get_traced_memory()[1] / 1e6)
+        tracemalloc.stop()
+        clear()
+        t0 = time.perf_counter()
+        detect_dangerous_command(command)
+        elapsed = (time.perf_counter() - t0) * 1e3
+        if elapsed > slowest:
+            slowest, label = elapsed, repr(command[:16])
+    return slowest, label, peak
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,17 +124,18 @@ def main(argv: list[str] | None = None) -> int:
     n = args.iterations
     clear = detect_module._analyze_cached.cache_clear
 
-    def detect(command: str) -> Callable[[], object]:
-        return lambda: (detect_dangerous_command(command), detect_hardline_command(command))
-
+    base_samples = _measure(lambda: shlex.split(BENIGN), n)
+    baseline = statistics.median(base_samples)
     rows: list[tuple[str, list[float]]] = [
-        ("detect (both) benign, cold", _measure(detect(BENIGN), n, clear)),
-        ("detect (both) benign, warm cache", _measure(detect(BENIGN), n)),
+        ("baseline: shlex.split(benign)", base_samples),
+        ("detect (both) benign, cold", _measure(_detect(BENIGN), n, clear)),
+        ("detect (both) benign, warm cache", _measure(_detect(BENIGN), n)),
         (
             f"detect (both) long dangerous ({len(LONG_DANGEROUS)} chars), cold",
-            _measure(detect(LONG_DANGEROUS), n, clear),
+            _measure(_detect(LONG_DANGEROUS), n, clear),
         ),
-        ("detect (both) long dangerous, warm cache", _measure(detect(LONG_DANGEROUS), n)),
+        ("detect (both) long dangerous, warm cache", _measure(_detect(LONG_DANGEROUS), n)),
+        (f"detect (both) everyday list ({len(EVERYDAY)} commands), cold", _everyday(n, clear)),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "config.yaml"
@@ -103,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             (
                 "ApprovalGuard.check dangerous -> approval_required, cold",
                 _measure(
-                    lambda: guard.check("rm -rf build", session_id="bench", backend="docker"),
+                    lambda: guard.check("rm -rf src", session_id="bench", backend="docker"),
                     n,
                     clear,
                 ),
@@ -117,10 +165,15 @@ def main(argv: list[str] | None = None) -> int:
                 ),
             ),
         ]
-    print(f"{'case (' + str(n) + ' iterations)':<58} {'p50 ms':>9} {'p95 ms':>9}")
+    print(f"{'case (' + str(n) + ' iterations)':<58} {'p50 ms':>9} {'p95 ms':>9} {'/base':>9}")
     for name, samples in rows:
-        print(_row(name, samples))
-    p50 = statistics.median(rows[0][1])
+        print(_row(name, samples, baseline))
+    slowest, label, peak = _worst(clear)
+    print(
+        f"worst case over {len(PATHOLOGICAL) + 1} pathological inputs: {slowest:.1f} ms "
+        f"({slowest / baseline:.0f}x base, {label}), peak memory {peak:.1f} MB"
+    )
+    p50 = statistics.median(rows[1][1])
     verdict = "OK" if p50 < TARGET_MS else "MISSED"
     print(f"target: benign detection p50 < {TARGET_MS} ms (cold): {p50:.4f} ms {verdict}")
     return 0

@@ -90,6 +90,24 @@ class OutputWindow(BaseModel):
     """``discard_boundary(size, cap)``: bytes before it are not available."""
 
 
+class ShellState(BaseModel):
+    """A session's state between calls: where its next command starts and what it exports."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cwd: str
+    env: dict[str, str]
+
+
+class ShellIdentity(BaseModel):
+    """The session shell as a process in the sandbox (to end what it left running)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pid: int
+    start_time: int | None = None
+
+
 class SpawnedProcess(BaseModel):
     """Handle of a background process, enough to find it again after a worker restart."""
 
@@ -292,10 +310,44 @@ class Environment(abc.ABC):
     def close(self) -> None:
         """Release the sandbox. Idempotent."""
 
+    def detach(self) -> None:
+        """Let go of the sandbox without ending it: another worker serves the session now.
+        Ends what this object holds (its shell, connections); the sandbox, its files and
+        processes stay. Default: :meth:`close` (for backends whose sandbox is this worker's
+        alone)."""
+        self.close()
+
     @classmethod
     def availability(cls, config: BackendConfig | None = None) -> tuple[bool, str]:
         """Whether this backend can run here with ``config`` (defaults when None), and why not."""
         return True, "ok"
+
+    def attach(self) -> str:
+        """Find (or create) the session's sandbox now and return its :attr:`sandbox_id`.
+
+        Raises :class:`~environments.errors.SandboxError` when it cannot be reached.
+        """
+        return self.sandbox_id
+
+    def session_state(self) -> ShellState | None:
+        """The session's cwd and exported variables after its last call (None: this
+        backend keeps none, or no call ran yet)."""
+        return None
+
+    def restore_session_state(self, state: ShellState) -> None:
+        """Continue a session another worker served: its next command starts in
+        ``state.cwd`` (when that exists) with ``state.env`` exported. Default: nothing."""
+        return None
+
+    def shell_identity(self) -> ShellIdentity | None:
+        """The live session shell's pid and start time in the sandbox (None: none)."""
+        return None
+
+    def end_stale_shell(self, shell: ShellIdentity) -> bool:
+        """End ``shell`` (another worker's session shell in this sandbox) and everything
+        it still runs, if that pid is still that process; True if anything was signalled.
+        Default: cannot (False)."""
+        return False
 
     def touch(self) -> None:
         """Called periodically while the session is in use or runs background processes;

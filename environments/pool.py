@@ -48,6 +48,8 @@ class SandboxPool:
         configs: ConfigLookup = default_configs,
         idle_ttl: float = 3600.0,
         keep_alive: Callable[[str, str], bool] | None = None,
+        served_elsewhere: Callable[[str], bool] | None = None,
+        on_released: Callable[[str, str], None] | None = None,
     ) -> None:
         self.config_for = configs
         """``config_for(backend)``: the config sandboxes of ``backend`` are created with."""
@@ -55,6 +57,11 @@ class SandboxPool:
         self.idle_ttl = idle_ttl
         self.keep_alive: Callable[[str, str], bool] = keep_alive or (lambda sid, backend: False)
         """``keep_alive(session_id, backend)``: True keeps an idle sandbox open."""
+        self.served_elsewhere: Callable[[str], bool] = served_elsewhere or (lambda sid: False)
+        """``served_elsewhere(session_id)``: another worker serves the session now, so an
+        idle sandbox of it here is detached (its shell ended), never removed."""
+        self.on_released = on_released
+        """``on_released(session_id, backend)`` runs after an idle sandbox was let go."""
         self._slots: dict[tuple[str, str], _Slot] = {}
         self._seen_backends: set[str] = set()
         self._guard = threading.Lock()
@@ -98,21 +105,41 @@ class SandboxPool:
                     continue
                 victims.append((key, slot))
                 del self._slots[key]
-        for _, slot in victims:
+        for (session_id, backend), slot in victims:
             if slot.env is not None:
                 with contextlib.suppress(Exception):
-                    slot.env.close()
+                    if self.served_elsewhere(session_id):
+                        slot.env.detach()
+                    else:
+                        slot.env.close()
+            if self.on_released is not None:
+                with contextlib.suppress(Exception):
+                    self.on_released(session_id, backend)
         return len(victims)
 
+    def sessions(self) -> set[str]:
+        """Sessions with a sandbox in this pool."""
+        with self._guard:
+            return {session_id for session_id, _ in self._slots}
+
     def close_all(self) -> None:
-        """Close every sandbox (worker shutdown)."""
+        """Close every sandbox."""
+        for env in self._take_all():
+            with contextlib.suppress(Exception):
+                env.close()
+
+    def detach_all(self) -> None:
+        """Let go of every sandbox, leaving them to the workers that serve their sessions
+        next (graceful worker shutdown)."""
+        for env in self._take_all():
+            with contextlib.suppress(Exception):
+                env.detach()
+
+    def _take_all(self) -> list[Environment]:
         with self._guard:
             slots = list(self._slots.values())
             self._slots.clear()
-        for slot in slots:
-            if slot.env is not None:
-                with contextlib.suppress(Exception):
-                    slot.env.close()
+        return [slot.env for slot in slots if slot.env is not None]
 
     def backends_in_use(self) -> set[str]:
         """Backends of the sandboxes this pool holds or has held."""

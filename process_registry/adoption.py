@@ -8,8 +8,8 @@ restarting workers never both take one):
 * the writer still runs, or the environment is unreachable: skip it;
 * the status file holds an exit code: the command ended (its wrapper is
   exiting); finalize with that true code, never signal;
-* pid + start time + boot id match (local) or ``is_running`` (other
-  backends): adopt and watch it;
+* pid + start time + boot id match -- the worker host's for local processes,
+  the sandbox kernel's (through the sandbox) for the others: adopt and watch it;
 * anything else (ended, recycled pid, another boot): finalize without
   signalling; with no status file the receipt says ``lost``, never an
   invented exit code.
@@ -33,13 +33,20 @@ Action = Literal["adopt", "finalize", "skip"]
 
 
 def _decide(reg: ProcessTable, rec: ProcessRecord, env: Environment) -> tuple[Action, str]:
-    if rec.boot_id is not None:
-        decision = adoptable(rec, me=reg.checkpoints.me)
+    if env.processes_on_worker_host and rec.boot_id is not None:
+        decision = adoptable(rec, me=reg.checkpoints.me, writer_gone=reg.writer_gone)
         if decision.action == "adopt" and status_file_code(env, rec.status_path) is not None:
             return "finalize", "its command has ended (status file written)"
         return decision.action, decision.reason
-    if not rec.writer.is_gone():
+    if not reg.writer_gone(rec.writer):
         return "skip", "its writer is still running"
+    return _decide_in_sandbox(rec, env)
+
+
+def _decide_in_sandbox(rec: ProcessRecord, env: Environment) -> tuple[Action, str]:
+    """The PID-safety rule inside a sandbox: its kernel's boot id, then pid + start time."""
+    if rec.boot_id is not None and env.boot_id() not in (None, rec.boot_id):
+        return "finalize", "recorded under another boot of the sandbox's kernel"
     if status_file_code(env, rec.status_path) is not None:
         return "finalize", "its command has ended (status file written)"
     if env.is_running(rec.spawned()):
@@ -72,13 +79,36 @@ def adopt_all(reg: ProcessTable) -> AdoptionReport:
                 report.skipped[rec.process_id] = reason
                 continue
             rec = reg.checkpoints.take_over(rec)
-            if action == "adopt":
-                reg.track(rec, env, rec.spawned())
-                report.adopted.append(rec.process_id)
-            else:
-                # Ended (or its pid is someone else's now): never signal, just record.
-                t = Tracked(rec, env)
-                t.checkpointed.set()
-                reg.finalize_untracked(t)
-                report.finalized.append(rec.process_id)
+            _apply(reg, rec, env, action, report)
     return report
+
+
+def adopt_one(reg: ProcessTable, rec: ProcessRecord, env: Environment) -> AdoptionReport:
+    """Adopt (or finalize) one process of a dead worker found elsewhere than this home's
+    checkpoints (a fleet's shared record), after the caller made sure its writer is gone
+    and took it over; ``env`` is its re-attached sandbox. The record becomes this home's
+    checkpoint, written by this worker."""
+    report = AdoptionReport()
+    if reg.tracks(rec.process_id):
+        return report
+    if reg.receipts.exists(rec.process_id):
+        report.finalized.append(rec.process_id)
+        return report
+    action, _ = _decide_in_sandbox(rec, env)
+    rec = reg.checkpoints.write(rec)
+    _apply(reg, rec, env, action, report)
+    return report
+
+
+def _apply(
+    reg: ProcessTable, rec: ProcessRecord, env: Environment, action: Action, report: AdoptionReport
+) -> None:
+    if action == "adopt":
+        reg.track(rec, env, rec.spawned())
+        report.adopted.append(rec.process_id)
+        return
+    # Ended (or its pid is someone else's now): never signal, just record.
+    t = Tracked(rec, env)
+    t.checkpointed.set()
+    reg.finalize_untracked(t)
+    report.finalized.append(rec.process_id)

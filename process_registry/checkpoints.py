@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -49,7 +49,12 @@ class Decision:
     reason: str
 
 
-def adoptable(record: ProcessRecord, *, me: WriterIdentity | None = None) -> Decision:
+def adoptable(
+    record: ProcessRecord,
+    *,
+    me: WriterIdentity | None = None,
+    writer_gone: Callable[[WriterIdentity], bool] | None = None,
+) -> Decision:
     """Apply the PID-safety rule (docs/processes.md) to a local-machine ``record``.
 
     Identity of the process is pid + kernel start time + boot id; any
@@ -59,7 +64,8 @@ def adoptable(record: ProcessRecord, *, me: WriterIdentity | None = None) -> Dec
     me = me or WriterIdentity.current()
     if record.writer == me:
         return Decision("skip", "written by this worker")
-    if not record.writer.is_gone():
+    gone = writer_gone(record.writer) if writer_gone is not None else record.writer.is_gone()
+    if not gone:
         return Decision("skip", "its writer is still running")
     if record.boot_id is not None and record.boot_id != boot_id():
         return Decision("finalize", "recorded under another boot")

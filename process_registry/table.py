@@ -36,7 +36,7 @@ from pathlib import Path
 from environments.base import Environment, SpawnedProcess
 from environments.errors import Unsupported
 
-from .adoption import adopt_all
+from .adoption import adopt_all, adopt_one
 from .atomic import ensure_private_dir, validate_id
 from .checkpoints import CheckpointStore
 from .continuations import ContinuationStore
@@ -49,6 +49,7 @@ from .models import (
     ProcessState,
     ProcessTableError,
     Receipt,
+    WriterIdentity,
     redact,
 )
 from .output_cap import DEFAULT_PROCESS_OUTPUT_CAP, CapState, OutputCapSweeper, validate_cap
@@ -100,13 +101,20 @@ class ProcessTable:
         receipt_max_age: float = DEFAULT_MAX_AGE,
         receipt_max_count: int = DEFAULT_MAX_COUNT,
         output_cap: int = DEFAULT_PROCESS_OUTPUT_CAP,
+        writer_gone: Callable[[WriterIdentity], bool] | None = None,
+        on_started: Callable[[ProcessRecord], None] | None = None,
     ) -> None:
         """``on_finished(process_id, owner)`` runs once per process after its receipt is
         written and its waiters released, before its checkpoint is removed (errors logged).
+        ``on_started(record)`` runs once a process is started and checkpointed.
         ``receipt_max_age`` (seconds) and ``receipt_max_count`` bound retention.
-        ``output_cap``: bytes of each new process's output kept on disk (0: unlimited)."""
+        ``output_cap``: bytes of each new process's output kept on disk (0: unlimited).
+        ``writer_gone(writer)`` says whether a checkpoint's writer is surely gone
+        (default: :meth:`WriterIdentity.is_gone`, which can only tell on this host)."""
         self.home = Path(home)
         self.on_finished = on_finished
+        self.on_started = on_started
+        self.writer_gone: Callable[[WriterIdentity], bool] = writer_gone or WriterIdentity.is_gone
         ensure_private_dir(self.home)
         self.environment_lookup = environment_lookup
         self.continuations = ContinuationStore(self.home)
@@ -189,6 +197,11 @@ class ProcessTable:
             stored = self.checkpoints.write(record)  # stores the command redacted
         finally:
             tracked.checkpointed.set()
+        if self.on_started is not None:
+            try:
+                self.on_started(stored)
+            except Exception:
+                log.exception("on_started failed for %s", stored.process_id)
         return stored
 
     def track(
@@ -456,6 +469,11 @@ class ProcessTable:
     def adopt_all(self) -> AdoptionReport:
         """Take over the checkpoints of dead workers (see :mod:`process_registry.adoption`)."""
         return adopt_all(self)
+
+    def adopt_one(self, record: ProcessRecord, env: Environment) -> AdoptionReport:
+        """Adopt one process of a dead worker recorded elsewhere (see
+        :func:`process_registry.adoption.adopt_one`)."""
+        return adopt_one(self, record, env)
 
     def close(self) -> None:
         """Stop watching; processes keep running and later workers can adopt them."""

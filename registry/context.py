@@ -10,6 +10,20 @@ from typing import Any
 from environments.pool import SandboxPool
 
 
+class Cancellation(threading.Event):
+    """A call's cancel event that also says who cancelled it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reason = "the caller"
+
+    def cancel(self, reason: str) -> None:
+        """Cancel with ``reason`` (e.g. "the worker shutting down"); the first reason stays."""
+        if not self.is_set():
+            self.reason = reason
+        self.set()
+
+
 @dataclass(slots=True)
 class ToolContext:
     """Per-call context handed to every handler.

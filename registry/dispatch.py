@@ -11,6 +11,7 @@ everything else (a broken registry, a context that cannot be built) into
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from typing import Any
@@ -20,7 +21,7 @@ from .core import RepairFn, ToolRegistry
 from .core import registry as default_registry
 from .hooks import HookRegistry
 from .hooks import hooks as default_hooks
-from .results import tool_error
+from .results import to_json, tool_error
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,25 @@ def _default_context(task_id: str | None) -> ToolContext:
         backend="local",
         pool=_default_pool,
     )
+
+
+def _gate(registry: ToolRegistry, name: str, args: Any, ctx: ToolContext) -> str | None:
+    """The refusal of an approval-gated tool called directly (None: it may run).
+
+    Gated tools ask every time (checked with the actual arguments); the worker's
+    approval guard answers, so an approval granted for this exact call lets its
+    retry through. Without a guard (an embedder's registry) nothing is gated here.
+    """
+    entry = registry.get(name)
+    guard = ctx.components.get("approval")
+    if entry is None or guard is None:
+        return None
+    if not entry.is_approval_gated(args if isinstance(args, dict) else {}):
+        return None
+    text = args if isinstance(args, str) else json.dumps(args, sort_keys=True, default=str)
+    decision = guard.check_gated_tool(name, text, session_id=ctx.session_id, backend=ctx.backend)
+    refusal = decision.to_tool_result()
+    return None if refusal is None else to_json(refusal)
 
 
 def handle_function_call(
@@ -73,6 +93,9 @@ def handle_function_call(
             if reason is not None:
                 return tool_error(f"Tool call {name} blocked: {reason}", blocked=True)
         context = ctx if ctx is not None else _default_context(task_id)
+        refusal = _gate(registry, name, args, context)
+        if refusal is not None:
+            return refusal
         result = registry.dispatch(name, args, context, repair=repair)
         if has_post:
             hooks.run_post(

@@ -10,6 +10,10 @@ pytest_plugins = [
         "tests.fixtures_workers",
         "tests.fixtures_backends",
         "tests.fixtures_amqp",
+        "tests.fixtures_fleet",
+        "tests.fixtures_modal",
+        "tests.fixtures_vercel",
+        "tests.fixtures_daytona",
     )
     if importlib.util.find_spec(name) is not None
 ]

@@ -215,13 +215,29 @@ class Settings(BaseSettings):
 
     queue: str = "sbx"
     concurrency: int = Field(default=8, ge=1, le=256)
+    """Celery threads taking calls in (each only verifies, claims and queues a call)."""
+    max_running: int = Field(default=64, ge=1, le=4096)
+    """Calls running at once in a worker (each session's calls run one at a time)."""
+    session_max_in_flight: int = Field(default=16, ge=1, le=10_000)
+    """Calls one session may have running or queued in a worker; more get ``busy``."""
     default_timeout: int = Field(default=180, ge=1)
-    max_timeout: int = Field(default=3600, ge=1)
+    max_timeout: int = Field(default=3600, ge=1, le=7 * 86_400)
+    """The most seconds any call may ask for; a larger timeout is refused."""
     output_limit: int = Field(default=100_000, ge=1024)
     redact_output: bool = True
     heartbeat_interval: float = Field(default=1.0, gt=0)
     lost_after: float = Field(default=10.0, gt=0)
     """A running call whose worker sent no heartbeat for this long is ``lost``."""
+    max_command_bytes: int = Field(default=64 * 1024, ge=1024)
+    """The longest command (UTF-8 bytes) a call may carry; longer ones are refused unread."""
+    max_call_bytes: int = Field(default=1 << 20, ge=4096)
+    """The most bytes of arguments a call sent as raw text may carry."""
+    lease_retention: int = Field(default=7 * 86_400, ge=60)
+    """Seconds a session's lease and recorded state outlive its last call."""
+    shutdown_grace: float = Field(default=30.0, ge=0)
+    """On SIGTERM, running calls get this long to finish; then they are cancelled."""
+    result_ttl: int = Field(default=3600, ge=1)
+    """Seconds a delivered result can be collected again with its call id."""
     claim_ttl: int = Field(default=86_400, ge=60)
     """How long a call id stays claimed: a redelivery within this window never runs again."""
     sandbox_idle_ttl: float = Field(default=3600.0, gt=0)
@@ -235,6 +251,8 @@ class Settings(BaseSettings):
     else at least 262144). See docs/processes.md for backends that cannot enforce it."""
     orphan_max_idle: float = Field(default=6 * 3600.0, gt=0)
     """Sandboxes of dead workers (containers, ...) idle this long are removed."""
+    orphan_sweep_interval: float = Field(default=300.0, gt=0)
+    """How often a worker looks for such sandboxes."""
     approval_mode: Literal["manual", "smart", "off"] | None = None
     """Overrides ``approvals.mode`` of config.yaml; ``off`` still refuses hardline commands."""
     embedded_redis_server: str | None = None

@@ -124,6 +124,10 @@ class SessionShell:
         self._shell_cwd = ""
         self._started_once = False
         self.restarts = 0
+        self.shell_pid: int | None = None
+        """Pid of the live shell in the sandbox's pid namespace (None: not started)."""
+        self.shell_start: int | None = None
+        """Kernel start time of :attr:`shell_pid` (None where ``/proc`` is missing)."""
         self._last_dump = b""
         self._last_dump_env: dict[str, str] = {}
         # The parent shell's E of the last command is still to come (its X answered).
@@ -145,13 +149,14 @@ class SessionShell:
         scanner = MarkerScanner(token.encode())
         try:
             channel.write(bootstrap_script(token))
-            env, cwd = self._read_bootstrap(channel, scanner)
+            env, cwd, identity = self._read_bootstrap(channel, scanner)
         except BaseException:
             channel.close()
             raise
         self._channel, self._scanner = channel, scanner
         self._end_pending = False
         self._shell_env, self._shell_cwd = env, cwd
+        self.shell_pid, self.shell_start = identity
         if not self._started_once:
             self.env, self.cwd = dict(env), cwd
             self._started_once = True
@@ -160,7 +165,7 @@ class SessionShell:
 
     def _read_bootstrap(
         self, channel: Channel, scanner: MarkerScanner
-    ) -> tuple[dict[str, str], str]:
+    ) -> tuple[dict[str, str], str, tuple[int | None, int | None]]:
         deadline = time.monotonic() + self.start_timeout
         env: dict[str, str] = {}
         cwd = ""
@@ -177,7 +182,14 @@ class SessionShell:
                     elif event.kind == KIND_CWD:
                         cwd = event.payload.decode("utf-8", "surrogateescape")
                     elif event.kind == KIND_READY:
-                        return env, cwd
+                        pid, _, start = event.payload.decode(errors="replace").partition(" ")
+                        return env, cwd, (_parse_int(pid.encode()), _parse_int(start.encode()))
+
+    def restore(self, env: dict[str, str], cwd: str) -> None:
+        """Make ``env`` and ``cwd`` the session's state (a session continued from another
+        worker); the next command replays them into the shell, started or not."""
+        self.env, self.cwd = dict(env), cwd
+        self._started_once = True
 
     def close(self) -> None:
         """Terminate the shell. The session state is kept for a later :meth:`start`."""

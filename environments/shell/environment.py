@@ -1,18 +1,23 @@
-"""The ``exec`` every session-shell backend shares (local, docker, ssh, apptainer).
+"""The ``exec`` every session-shell backend shares (local, docker, ssh, apptainer, modal).
 
 A backend keeps its session shell as ``self.shell`` and the process groups it
 killed during the current command as ``self._killed``; it adapts ``exec`` only
 through two hooks: :meth:`ShellEnvironment._before_exec` (e.g. replace a shell
 whose connection dropped since the last call) and
 :meth:`ShellEnvironment._after_exec` (e.g. notice a sandbox that vanished).
+:class:`SandboxShellEnvironment` fills both for backends whose sandbox can
+vanish under them (a container, a cloud sandbox).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from typing import ClassVar
 
-from environments.base import Environment, ExecResult
+from environments.base import Environment, ExecResult, ShellIdentity, ShellState
+from environments.errors import SandboxError
 from environments.shell.driver import SessionShell, ShellResult
 
 
@@ -46,9 +51,68 @@ class ShellEnvironment(Environment):
         )
         return self._after_exec(result, started)
 
+    def session_state(self) -> ShellState | None:
+        shell = self.shell
+        if not shell.cwd:
+            return None
+        return ShellState(cwd=shell.cwd, env=dict(shell.env))
+
+    def restore_session_state(self, state: ShellState) -> None:
+        self.shell.restore(state.env, state.cwd)
+
+    def detach(self) -> None:
+        self.shell.close()
+
+    def shell_identity(self) -> ShellIdentity | None:
+        pid = self.shell.shell_pid
+        if pid is None or not self.shell.alive:
+            return None
+        return ShellIdentity(pid=pid, start_time=self.shell.shell_start)
+
     def _before_exec(self) -> None:
         """Runs before each command; default: nothing."""
 
     def _after_exec(self, result: ShellResult, started: float) -> ExecResult:
         """The command's :class:`ExecResult`; backends add their word about the sandbox."""
         return result.exec_result(started)
+
+
+class SandboxShellEnvironment(ShellEnvironment):
+    """A session shell in a sandbox that may vanish between or during calls.
+
+    Before a call, a shell whose stream already ended is dropped (the driver
+    starts a new one). After a call whose shell died, :meth:`_check_sandbox`
+    notices a sandbox that is gone and replaces it, setting ``_vanished``; the
+    result then starts with :attr:`vanished_note` and says ``shell_restarted``.
+    """
+
+    vanished_note: ClassVar[str]
+    _vanished: bool
+    _closing: bool
+
+    def _shell_stream_gone(self) -> bool:
+        """True when the session shell's stream ended since the last call."""
+        raise NotImplementedError
+
+    def _check_sandbox(self) -> None:
+        """Make sure the sandbox runs (replacing a vanished one sets ``_vanished``);
+        raises :class:`~environments.errors.SandboxError` when it cannot."""
+        raise NotImplementedError
+
+    def _heartbeat(self) -> None:
+        """Record the sandbox's activity after a call (for idle sweeps); default: nothing."""
+
+    def _before_exec(self) -> None:
+        self._closing = False
+        if self._shell_stream_gone():
+            self.shell.close()  # the shell (or its sandbox) ended since the last call
+
+    def _after_exec(self, result: ShellResult, started: float) -> ExecResult:
+        if not self.shell.alive and not result.timed_out:
+            with contextlib.suppress(SandboxError):
+                self._check_sandbox()  # notices (and replaces) a vanished sandbox
+        note, restarted = "", result.shell_restarted
+        if self._vanished:
+            self._vanished, note, restarted = False, self.vanished_note, True
+        self._heartbeat()
+        return result.exec_result(started, note=note, restarted=restarted)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from environments.base import OUTPUT_ALIGN, HeadTrim, SpawnedProcess
+from environments.base import OUTPUT_ALIGN, HeadTrim, ShellIdentity, SpawnedProcess
 from environments.errors import SandboxDead, SandboxError, WorkdirNotFound
 from environments.shell.driver import SessionShell
 from environments.shell.framing import shell_quote
@@ -77,6 +77,10 @@ echo "sbx-stat $s"
 ``setsid`` exists) with output appended to OUTPUT and its exit status written atomically to
 STATUS. Prints ``sbx-spawn MODE PID`` and ``sbx-stat <the pid's /proc stat line>``."""
 
+BOOT_ID = r"""
+cat /proc/sys/kernel/random/boot_id 2>/dev/null
+"""
+
 STAT = r"""
 { read -r s < /proc/$1/stat; } 2>/dev/null || { echo sbx-gone; exit 0; }
 echo "sbx-stat $s"
@@ -118,7 +122,9 @@ boundary() {  # discard_boundary SIZE CAP ALIGN (environments/base.py), in sh ar
 }
 """
 
-TRIM_HEAD = _SIZE + r"""
+TRIM_HEAD = (
+    _SIZE
+    + r"""
 f=$1; cap=$2; al=$3
 [ -f "$f" ] || exit 44
 size=$(size "$f"); cut=$(boundary "$size" "$cap" "$al")
@@ -140,11 +146,14 @@ elif [ "$4" = probe ]; then
 fi
 echo "sbx-trim $size $cut $ok"
 """
+)
 """Args: ``PATH CAP ALIGN [probe]``. Punches a hole over the head of PATH (see
 ``discard_boundary``), keeping its size. Prints ``sbx-trim SIZE DISCARDED yes|no|unknown``
 (``no``: no ``fallocate --punch-hole`` here; ``unknown``: nothing to do, no probe)."""
 
-READ_OUTPUT = _SIZE + r"""
+READ_OUTPUT = (
+    _SIZE
+    + r"""
 f=$1; lim=$3
 [ -e "$f" ] || exit 44
 [ -d "$f" ] && exit 45
@@ -153,6 +162,7 @@ start=$(boundary "$(size "$f")" "$4" "$5"); [ "$2" -gt "$start" ] && start=$2
 [ "$lim" -gt 0 ] && tail -c +"$(( start + 1 ))" -- "$f" | head -c "$lim"
 printf '\nsbx-window %s %s\n' "$start" "$(size "$f")"
 """
+)
 """Args: ``PATH OFFSET LIMIT CAP ALIGN``. Writes at most LIMIT bytes of PATH from OFFSET or
 the discard boundary, whichever is later, then ``\nsbx-window START SIZE\n`` (SIZE measured
 after the read)."""
@@ -284,25 +294,50 @@ class HelperOps:
             pid=pid, pgid=pgid, start_time=start, output_path=output_path, status_path=status_path
         )
 
-    def is_running(self, process: SpawnedProcess) -> bool:
+    def _stat(self, pid: int) -> tuple[str, int, int] | None:
+        """``(state, pgid, start time)`` of ``pid`` in the sandbox; None when it is gone."""
         try:
-            _, out = self._helper(STAT, [str(process.pid)])
+            _, out = self._helper(STAT, [str(pid)])
         except SandboxDead:
-            return False
+            return None
         text = out.decode(errors="replace").strip()
         if not text.startswith("sbx-stat "):
-            return False
-        stat = parse_stat(text.removeprefix("sbx-stat "))
+            return None
+        return parse_stat(text.removeprefix("sbx-stat "))
+
+    def is_running(self, process: SpawnedProcess) -> bool:
+        stat = self._stat(process.pid)
         if stat is None or stat[0] == "Z":
             return False
         return process.start_time is None or stat[2] == process.start_time
 
+    def boot_id(self) -> str | None:
+        cached: str | None = getattr(self, "_boot_id", None)
+        if cached is None:
+            try:
+                _, out = self._helper(BOOT_ID, [])
+            except SandboxError:
+                return None
+            cached = out.decode(errors="replace").strip() or None
+            self._boot_id = cached
+        return cached
+
+    def end_stale_shell(self, shell: ShellIdentity) -> bool:
+        if self.shell.alive and self.shell.shell_pid == shell.pid:
+            return False  # that is this worker's own shell
+        stat = self._stat(shell.pid)
+        if stat is None or (shell.start_time is not None and stat[2] != shell.start_time):
+            return False  # gone, or the pid is another process now: never signal it
+        try:
+            self._helper(KILL_TREE, ["9", str(shell.pid)])
+        except SandboxError:
+            return False
+        return True
+
     def signal(self, process: SpawnedProcess, signum: int) -> bool:
         start = "" if process.start_time is None else str(process.start_time)
         try:
-            _, out = self._helper(
-                SIGNAL, [str(process.pid), str(process.pgid), start, str(signum)]
-            )
+            _, out = self._helper(SIGNAL, [str(process.pid), str(process.pgid), start, str(signum)])
         except SandboxDead:
             return False
         return out.strip() == b"sbx-signalled"

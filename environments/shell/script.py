@@ -23,6 +23,9 @@ parent reports it as before.
 
 from __future__ import annotations
 
+from typing import Protocol
+
+from environments.errors import SandboxDead
 from environments.shell.framing import shell_quote
 
 _TEMPLATE = r"""
@@ -50,8 +53,15 @@ __sbx_run() {{
   wait "$__sbx_pg"
   __sbx_mark E "$?"
 }}
+__sbx_start=
+if [ -n "$__sbx_self" ] && read -r __sbx_st < /proc/$$/stat; then
+  __sbx_st=${{__sbx_st##*) }}
+  set -- $__sbx_st
+  __sbx_start=${{20}}
+  set --
+fi
 __sbx_dump
-__sbx_mark R ''
+__sbx_mark R "$$ $__sbx_start"
 """
 
 
@@ -66,6 +76,39 @@ def bootstrap_script(token: str) -> bytes:
 def run_line(command: str, workdir: str | None) -> bytes:
     """The line that runs ``command`` (optionally in ``workdir``) in the session shell."""
     return f"__sbx_run {shell_quote(command)} {shell_quote(workdir or '')}\n".encode()
+
+
+_SHELLS = {
+    "sh": "exec sh -s",
+    "bash": "exec bash --noprofile --norc -s",
+    "auto": "command -v bash >/dev/null 2>&1 && exec bash --noprofile --norc -s; exec sh -s",
+}
+_PID_LINE = b"sbx-shell-pid "
+
+
+def start_script(shell: str) -> str:
+    """An ``sh -c`` script that prints the shell's pid line (read it with
+    :func:`started_shell_pid`), then becomes the session shell reading its script from stdin:
+    ``shell`` is ``sh``, ``bash``, or ``auto`` (bash when the image has it, else sh)."""
+    return f'echo "{_PID_LINE.decode()}$$"; {_SHELLS[shell]}'
+
+
+class StartingChannel(Protocol):
+    def read_line(self, timeout: float) -> bytes: ...
+    def close(self) -> None: ...
+
+
+def started_shell_pid(channel: StartingChannel, timeout: float, where: str) -> int:
+    """The pid of the shell :func:`start_script` started on ``channel``, from its first line.
+
+    Raises :class:`~environments.errors.SandboxDead` (after closing ``channel``) when that
+    line is something else (the shell did not start)."""
+    line = channel.read_line(timeout)
+    pid = line.removeprefix(_PID_LINE).strip()
+    if not pid.isdigit():
+        channel.close()
+        raise SandboxDead(f"the shell in {where} did not start: {line[:200]!r}")
+    return int(pid)
 
 
 # Variables the shell itself maintains; never replayed.

@@ -2,7 +2,17 @@
 
 Public entry points (CONTRACT.md): :func:`detect_dangerous_command` and
 :func:`detect_hardline_command`. The worker builds one :class:`ApprovalGuard`
-and calls :meth:`ApprovalGuard.check` before every terminal command.
+and calls :meth:`ApprovalGuard.check` before every terminal command (which
+raises :class:`CommandTooLong` past the size limit) and
+:meth:`ApprovalGuard.check_pty_write` with one :class:`PtyLineBuffer` per pty
+process before writing to it.
+
+Layout: :mod:`.shell` (normalise, lex, parse, expand: the shell model),
+:mod:`.rules` (one module per family of dangerous commands, the hardline
+apart), :mod:`.analyzer`/:mod:`.detect` (the walk and the public detection
+functions), :mod:`.policy`, :mod:`.store`/:mod:`.redis_store`, :mod:`.smart`,
+:mod:`.config`, :mod:`.pty`, :mod:`.limits`. This package imports nothing from
+the rest of ``registry``, ``worker`` or ``process_registry``.
 ``RedisApprovalStore`` is imported lazily (it needs only a client object, but
 keeps ``redis`` out of the import path of detection-only users).
 """
@@ -26,8 +36,10 @@ from registry.approval.detect import (
     detect_dangerous_command,
     detect_hardline_command,
 )
+from registry.approval.limits import DEFAULT_MAX_COMMAND_BYTES, CommandTooLong
 from registry.approval.policy import ApprovalDecision, ApprovalGuard
 from registry.approval.prompt import prompt_for_approval
+from registry.approval.pty import PtyLine, PtyLineBuffer
 from registry.approval.smart import JudgeClient
 from registry.approval.store import (
     ApprovalAlreadyResolvedError,
@@ -45,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALL_PATTERN_KEYS",
+    "DEFAULT_MAX_COMMAND_BYTES",
     "HARDLINE_KEYS",
     "Analysis",
     "ApprovalAlreadyResolvedError",
@@ -58,11 +71,14 @@ __all__ = [
     "ApprovalSessionError",
     "ApprovalSettings",
     "ApprovalStore",
+    "CommandTooLong",
     "Finding",
     "JudgeClient",
     "JudgeSettings",
     "MemoryApprovalStore",
     "PendingApproval",
+    "PtyLine",
+    "PtyLineBuffer",
     "RedisApprovalStore",
     "analyze_command",
     "detect_dangerous_command",

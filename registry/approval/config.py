@@ -9,6 +9,8 @@ by convention) with these keys, every one optional::
       mode: manual            # manual | smart | off
       timeout: 300            # seconds a pending approval stays answerable
       once_ttl: 600           # seconds an approved-once command stays runnable
+      max_command_bytes: 65536  # longer commands are refused before analysis
+      protected_paths: []     # writes to (or deletes of) these need approval
       backend_policy: {docker: allow, modal: [recursive_delete]}   # default: check
       judge:                  # OpenAI-compatible endpoint for smart mode
         url: "http://127.0.0.1:8000/v1"
@@ -43,6 +45,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from registry.approval.detect import ALL_PATTERN_KEYS, Analysis
+from registry.approval.limits import DEFAULT_MAX_COMMAND_BYTES
 
 __all__ = [
     "ApprovalConfigError",
@@ -87,6 +90,8 @@ class ApprovalSettings(BaseModel):
     mode: Mode = "manual"
     timeout: float = Field(default=300.0, gt=0)
     once_ttl: float = Field(default=600.0, gt=0)
+    max_command_bytes: int = Field(default=DEFAULT_MAX_COMMAND_BYTES, ge=1024, le=16 * 1024 * 1024)
+    protected_paths: list[str] = Field(default_factory=list)
     backend_policy: dict[str, Literal["allow", "check"] | list[str]] = Field(default_factory=dict)
     judge: JudgeSettings | None = None
     command_allowlist: list[str] = Field(default_factory=list)
@@ -157,7 +162,7 @@ class Rules:
         whole command or any simple command inside it, exactly or followed by
         more arguments (deny ``git push`` also denies ``git push origin``).
         """
-        for f in analysis.findings:
+        for f in (*analysis.findings, *analysis.notices):
             if f.key in self.deny_keys:
                 return f.key
         if not self.deny_globs:

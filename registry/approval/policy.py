@@ -2,6 +2,9 @@
 
 Contract of :meth:`ApprovalGuard.check`, evaluated in this order:
 
+0. A command longer than ``approvals.max_command_bytes`` (UTF-8) raises
+   :class:`~registry.approval.limits.CommandTooLong` (a ``ValueError``) before
+   any analysis.
 1. Hardline -> ``blocked``, in every mode (``off`` included) and every backend.
 2. ``command_denylist`` match (pattern key, or command glob against the whole
    command or any simple command inside it) -> ``blocked``.
@@ -21,6 +24,11 @@ Contract of :meth:`ApprovalGuard.check`, evaluated in this order:
 An unattended worker therefore never runs a dangerous command without an
 explicit answer: silence expires into nothing. If the approval store fails,
 dangerous commands are ``blocked`` (fail closed); benign ones never touch it.
+A command the analysis cannot finish within its budget is dangerous
+(``analysis_budget_exhausted``): it needs approval like any other.
+
+:meth:`ApprovalGuard.check_pty_write` applies the same policy to input
+written to a pty process, line by line (:class:`~registry.approval.pty.PtyLineBuffer`).
 """
 
 from __future__ import annotations
@@ -29,13 +37,14 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from registry.approval.config import ApprovalConfigSource, ApprovalSettings, JudgeSettings, Rules
-from registry.approval.detect import Analysis, analyze_command
+from registry.approval.decision import ApprovalDecision, Outcome
+from registry.approval.detect import PTY_UNMODELLED, Analysis, Finding, analyze_command
+from registry.approval.limits import CommandTooLong, command_bytes
+from registry.approval.pty import PtyLineBuffer
 from registry.approval.smart import JudgeClient
 from registry.approval.store import (
     ApprovalStore,
@@ -48,39 +57,8 @@ __all__ = ["ApprovalDecision", "ApprovalGuard", "Outcome"]
 
 log = logging.getLogger(__name__)
 
-Outcome = Literal["allow", "approval_required", "blocked"]
 Mode = Literal["manual", "smart", "off"]
 ApprovalStatus = Literal["pending", "approved", "denied", "expired", "unknown"]
-
-
-class ApprovalDecision(BaseModel):
-    """The verdict for one command (see :class:`ApprovalGuard`)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    outcome: Outcome
-    pattern_key: str | None = None
-    description: str | None = None
-    approval_id: str | None = None
-    reason: str | None = None
-
-    @property
-    def allowed(self) -> bool:
-        """True when the command may run now."""
-        return self.outcome == "allow"
-
-    def to_tool_result(self) -> dict[str, Any] | None:
-        """The model-facing refusal (CONTRACT.md ``terminal`` refusals), None when allowed."""
-        if self.outcome == "approval_required":
-            return {
-                "status": "approval_required",
-                "approval_id": self.approval_id,
-                "pattern_key": self.pattern_key,
-                "description": self.description,
-            }
-        if self.outcome == "blocked":
-            return {"status": "blocked", "error": self.reason or "command blocked"}
-        return None
 
 
 def _new_id() -> str:
@@ -94,7 +72,10 @@ class ApprovalGuard:
     :class:`~registry.approval.redis_store.RedisApprovalStore` when several
     workers serve the same sessions); ``config`` the cached configuration file;
     ``mode`` overrides ``approvals.mode``; ``judge`` overrides
-    ``approvals.judge``; ``clock`` returns wall-clock seconds.
+    ``approvals.judge``; ``clock`` returns wall-clock seconds;
+    ``protected_paths`` are added to ``approvals.protected_paths`` (the worker
+    passes its ``SBX_HOME`` and ``config.yaml``: writing or deleting them needs
+    approval).
     """
 
     def __init__(
@@ -106,8 +87,10 @@ class ApprovalGuard:
         judge: JudgeClient | None = None,
         clock: Callable[[], float] = time.time,
         id_factory: Callable[[], str] = _new_id,
+        protected_paths: Sequence[str] = (),
     ) -> None:
         self.store: ApprovalStore = store if store is not None else MemoryApprovalStore()
+        self._protected = tuple(str(p) for p in protected_paths)
         self.config = config if config is not None else ApprovalConfigSource(None)
         self._mode = mode
         self._judge = judge
@@ -125,6 +108,7 @@ class ApprovalGuard:
         redis_prefix: str = "sbx:approval:",
         mode: Mode | None = None,
         clock: Callable[[], float] = time.time,
+        protected_paths: Sequence[str] = (),
     ) -> ApprovalGuard:
         """Guard for a worker.
 
@@ -132,7 +116,8 @@ class ApprovalGuard:
         only, "always" kept in memory). With ``redis_client`` (a ``redis.Redis``
         on the broker's Redis) approvals are shared by every worker through a
         :class:`~registry.approval.redis_store.RedisApprovalStore`; otherwise
-        they live in this process. ``mode`` overrides ``approvals.mode``.
+        they live in this process. ``mode`` overrides ``approvals.mode``;
+        ``protected_paths`` as in the constructor.
         Raises :class:`~registry.approval.config.ApprovalConfigError` for an
         unreadable config file.
         """
@@ -140,7 +125,8 @@ class ApprovalGuard:
             from registry.approval.redis_store import RedisApprovalStore
 
             store = RedisApprovalStore(redis_client, prefix=redis_prefix)
-        return cls(store=store, config=ApprovalConfigSource(path), mode=mode, clock=clock)
+        return cls(store=store, config=ApprovalConfigSource(path), mode=mode, clock=clock,
+                   protected_paths=protected_paths)  # fmt: skip
 
     # -- configuration ---------------------------------------------------------
     def reload(self) -> None:
@@ -162,9 +148,85 @@ class ApprovalGuard:
         return cached[1]
 
     # -- the decision ----------------------------------------------------------
-    def check(self, command: str, *, session_id: str, backend: str) -> ApprovalDecision:
-        """Decide whether ``command`` may run now in ``session_id`` on ``backend``."""
-        analysis = analyze_command(command)
+    def check(
+        self,
+        command: str,
+        *,
+        session_id: str,
+        backend: str,
+        env: Mapping[str, str] | None = None,
+    ) -> ApprovalDecision:
+        """Decide whether ``command`` may run now in ``session_id`` on ``backend``.
+
+        ``env`` is the session's exported environment when known (it resolves
+        ``$X`` program names and ``$HOME``). Raises
+        :class:`~registry.approval.limits.CommandTooLong` for a command longer
+        than ``approvals.max_command_bytes``.
+        """
+        settings, rules = self.config.get()
+        limit = settings.max_command_bytes
+        length = command_bytes(command, limit)
+        if length > limit:
+            raise CommandTooLong(length, limit)
+        protected = tuple(dict.fromkeys((*settings.protected_paths, *self._protected)))
+        analysis = analyze_command(command, env=env, protected=protected, max_bytes=limit)
+        return self._decide(command, analysis, settings, rules, session_id, backend)
+
+    def check_gated_tool(
+        self, tool: str, args_text: str, *, session_id: str, backend: str
+    ) -> ApprovalDecision:
+        """Decide whether approval-gated tool ``tool`` may run with ``args_text`` (its
+        arguments as sent): it always needs approval, answered like a command's (an
+        approval of this exact call once, of the tool for the session, or always)."""
+        settings, rules = self.config.get()
+        key = f"gated_tool:{tool}"
+        finding = Finding(key, f"{tool} is a tool that asks for approval", False)
+        text = f"{tool} {args_text}"
+        analysis = Analysis(
+            command=text, normalized=text, findings=(finding,), segments=(text,), simple=False
+        )
+        return self._decide(text, analysis, settings, rules, session_id, backend)
+
+    def check_pty_write(
+        self,
+        buffer: PtyLineBuffer,
+        data: str,
+        *,
+        session_id: str,
+        backend: str,
+        env: Mapping[str, str] | None = None,
+    ) -> ApprovalDecision:
+        """Decide whether ``data`` may be written to the pty whose input ``buffer`` models.
+
+        Every line the write submits is checked as a command (the whole
+        command typed so far, so ``r`` then ``m -rf DIR\\n`` is ``rm -rf DIR``);
+        a line whose editing could not be modelled needs approval
+        (``pty_input_unmodelled``). Only when every line is allowed is the
+        write applied to ``buffer``; the caller then writes ``data``. Raises
+        :class:`~registry.approval.limits.CommandTooLong` like :meth:`check`.
+        """
+        for line in buffer.peek(data):
+            if line.opaque is not None and line.text.strip():
+                settings, rules = self.config.get()
+                finding = Finding(PTY_UNMODELLED, f"pty input: {line.opaque}", False)
+                analysis = Analysis(line.text, line.text, (finding,), (line.text,), False)
+                decision = self._decide(line.text, analysis, settings, rules, session_id, backend)
+            else:
+                decision = self.check(line.text, session_id=session_id, backend=backend, env=env)
+            if not decision.allowed:
+                return decision
+        buffer.feed(data)
+        return ApprovalDecision(outcome="allow")
+
+    def _decide(
+        self,
+        command: str,
+        analysis: Analysis,
+        settings: ApprovalSettings,
+        rules: Rules,
+        session_id: str,
+        backend: str,
+    ) -> ApprovalDecision:
         hard = analysis.hardline
         if hard is not None:
             log.info(
@@ -179,7 +241,6 @@ class ApprovalGuard:
                 description=hard.description,
                 reason=f"hardline: {hard.description}; this command can never run",
             )
-        settings, rules = self.config.get()
         denied_by = rules.denied(analysis)
         if denied_by is not None:
             first = analysis.dangerous

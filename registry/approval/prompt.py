@@ -14,7 +14,7 @@ from __future__ import annotations
 import select
 from typing import Literal, TextIO
 
-from registry.approval.normalize import strip_ansi
+from registry.approval.shell.normalize import strip_ansi
 
 __all__ = ["Answer", "prompt_for_approval", "safe_display"]
 

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from environments.errors import InvalidCommand, WorkdirNotFound
+from registry.approval.limits import CommandTooLong
 
 from ..context import ToolContext
 from ..core import ToolRegistry, registry
@@ -71,12 +72,28 @@ def _redact(text: str, ctx: ToolContext) -> str:
     return redacted
 
 
+def session_environment(ctx: ToolContext) -> dict[str, str] | None:
+    """The session's exported variables as its shell last reported them (None: unknown):
+    what ``$X`` in a command will expand to."""
+    env = ctx.pool.get_existing(ctx.session_id, ctx.backend)
+    state = env.session_state() if env is not None else None
+    return dict(state.env) if state is not None else None
+
+
 def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     """Run the command (or start it in the background) after the approval check."""
     guard = ctx.components.get("approval")
     if guard is not None:
         # Checked on every call (retries included): an allow may consume a once-approval.
-        decision = guard.check(args.command, session_id=ctx.session_id, backend=ctx.backend)
+        try:
+            decision = guard.check(
+                args.command,
+                session_id=ctx.session_id,
+                backend=ctx.backend,
+                env=session_environment(ctx),
+            )
+        except CommandTooLong as exc:
+            return {"error": str(exc), "status": "invalid"}
         refusal = decision.to_tool_result()
         if refusal is not None:
             return dict(refusal)
@@ -104,12 +121,13 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
         return {"error": f"invalid command: {exc}"}
     error = None
     if result.cancelled:
-        error = "cancelled by the caller; the command's process tree was killed"
+        who = getattr(ctx.cancel, "reason", "the caller")
+        error = f"cancelled by {who}; the command's process tree was killed"
     elif result.timed_out:
         error = f"command timed out after {timeout_s:g}s; its process tree was killed"
     elif result.shell_restarted:
         error = "the session shell had died and was restarted; cwd and variables were restored"
-    return {
+    answer: dict[str, Any] = {
         "output": _redact(result.output, ctx),
         "exit_code": result.exit_code,
         "error": error,
@@ -117,6 +135,9 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
         "truncated": result.truncated,
         "duration_ms": result.duration_ms,
     }
+    if result.cancelled:
+        answer["status"] = "cancelled"
+    return answer
 
 
 def register(target: ToolRegistry = registry) -> None:

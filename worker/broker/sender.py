@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -21,6 +22,7 @@ from registry.results import tool_error
 from worker.broker.app import create_app
 from worker.broker.connection import display_url, redis_client
 from worker.errors import BrokerUnavailable
+from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger, declare_lost
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import TOOL_CALL_TASK
@@ -31,6 +33,8 @@ _LIVENESS_POLL_S = 1.0
 # Reconnection backoff while the broker is unreachable.
 _RECONNECT_FIRST_S = 0.05
 _RECONNECT_MAX_S = 1.0
+REROUTE_CHECK_S = 2.0
+"""How often a sender checks that an unclaimed call still goes to the right worker."""
 
 
 class CallSender:
@@ -41,9 +45,14 @@ class CallSender:
         self.broker_url = broker_url
         self.ledger_url = ledger_url
         self.app: Celery = create_app(broker_url, settings)
+        client = redis_client(ledger_url)
         self.ledger = CallLedger(
-            redis_client(ledger_url), claim_ttl=settings.claim_ttl, lost_after=settings.lost_after
+            client,
+            claim_ttl=settings.claim_ttl,
+            lost_after=settings.lost_after,
+            result_ttl=settings.result_ttl,
         )
+        self.leases = LeaseBook(client, presence_ttl=settings.lost_after)
 
     def send(self, task: str, args: list[Any], task_id: str, queue: str | None) -> None:
         """Publish one task message; :class:`BrokerUnavailable` if the broker is down."""
@@ -77,8 +86,9 @@ class CallSender:
     def wait_answer(self, call_id: str, wait: float, *, claimed: bool) -> str | None:
         """The answer of ``call_id`` within ``wait`` seconds, else None.
 
-        ``claimed`` calls (tool calls) whose worker died answer ``lost``, and
-        ``{"status": "collected"}`` when their result was taken before. A broker
+        ``claimed`` calls (tool calls) whose worker died answer ``lost``; a call whose
+        result was taken before answers it again while it is kept (``result_ttl``), then
+        ``{"status": "collected"}``. A broker
         that goes away is waited for until the deadline (a worker holds a
         finished call's result until it can deliver it), then :class:`BrokerUnavailable`.
         """
@@ -96,9 +106,12 @@ class CallSender:
                     declare_lost(self.ledger, call_id, None)
                     continue
                 if claimed and self.ledger.collected(call_id):
+                    kept = self.ledger.answer(call_id)
+                    if kept is not None:
+                        return kept  # a retry of a call whose result was collected
                     return tool_error(
-                        f"the result of call {call_id} was already collected; "
-                        "a result is handed out once",
+                        f"the result of call {call_id} was collected and is no longer "
+                        "kept (SBX_RESULT_TTL)",
                         status="collected",
                         call_id=call_id,
                     )
@@ -116,6 +129,50 @@ class CallSender:
                 continue
             if time.monotonic() >= deadline:
                 return None
+
+    def call(
+        self,
+        message: ToolCallMessage,
+        queue: str | None,
+        wait: float,
+        reroute: Callable[[], str | None] | None = None,
+    ) -> str:
+        """Send a tool call and wait up to ``wait`` seconds for its result (see :meth:`result`).
+
+        While nobody has claimed it, ``reroute()`` names where it should go now (a worker's
+        own queue, or None for the shared one); when that differs from where it was sent --
+        the worker it was sent to is gone, or its session moved -- it is sent there again,
+        with what is left of its deadline. The claim key makes a call run at most once
+        however often it was sent.
+        """
+        self.send_call(message, queue)
+        deadline = time.monotonic() + wait
+        sent_to = queue
+        while True:
+            remaining = deadline - time.monotonic()
+            answer = self.wait_answer(
+                message.call_id, max(0.0, min(REROUTE_CHECK_S, remaining)), claimed=True
+            )
+            if answer is not None:
+                return answer
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return self._pending(message.call_id, wait)
+            if reroute is not None and self._unclaimed(message.call_id):
+                try:
+                    target = reroute()
+                except BrokerUnavailable:
+                    continue  # the ledger is away: wait_answer rides that out
+                if target != sent_to:
+                    onward = message.model_copy(update={"deadline_s": remaining})
+                    self.send_call(onward, target)
+                    sent_to = target
+
+    def _unclaimed(self, call_id: str) -> bool:
+        try:
+            return not self.ledger.claimed(call_id)
+        except (redis.ConnectionError, redis.TimeoutError):
+            return False
 
     def ask(self, task: str, args: list[Any], wait: float, queue: str | None = None) -> str | None:
         """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer)."""
@@ -136,6 +193,9 @@ class CallSender:
         value = self.wait_answer(call_id, wait, claimed=True)
         if value is not None:
             return value
+        return self._pending(call_id, wait)
+
+    def _pending(self, call_id: str, wait: float) -> str:
         return json.dumps(
             {
                 "status": "pending",

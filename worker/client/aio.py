@@ -29,9 +29,12 @@ class AsyncSandboxClient(AsyncProcessClientMixin):
         )
         self.session_id = self._sync.session_id
 
-    async def tool_call(self, name: str, args: Any, *, wait: float | None = None) -> str:
-        """As :meth:`SandboxClient.tool_call`; cancelling the awaiting task cancels the call."""
-        call_id = uuid.uuid4().hex
+    async def tool_call(
+        self, name: str, args: Any, *, wait: float | None = None, call_id: str | None = None
+    ) -> str:
+        """As :meth:`SandboxClient.tool_call` (``call_id`` names the call: a retry with the
+        same id never runs it twice); cancelling the awaiting task cancels the call."""
+        call_id = call_id or uuid.uuid4().hex
         try:
             return await asyncio.to_thread(
                 self._sync.tool_call, name, args, wait=wait, call_id=call_id

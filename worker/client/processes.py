@@ -17,13 +17,12 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from typing import TYPE_CHECKING, Any
 
 from worker.errors import ProcessError
-from worker.protocol.ledger import route_key
+from worker.protocol.ledger import read_route
 from worker.protocol.process_messages import (
     Continuation,
     ProcessLog,
@@ -37,12 +36,15 @@ from worker.protocol.process_messages import (
 from worker.protocol.tasks import RECEIPT_OP_TASK
 
 if TYPE_CHECKING:
+    from worker.broker.sender import CallSender
     from worker.client.sync import SandboxClient
     from worker.protocol.ledger import CallLedger
     from worker.settings import Settings
 
 _SLACK_S = 30.0
 """Extra seconds a client waits beyond an action's own duration."""
+_WAIT_SLACK_S = 3.0
+"""What ``wait`` adds to the caller's own timeout: the worker answers at the timeout."""
 
 
 def _parse(raw: str) -> dict[str, Any]:
@@ -64,6 +66,7 @@ class ProcessClientMixin:
     """Process, receipt and session helpers; needs the ``SandboxClient`` attributes below."""
 
     if TYPE_CHECKING:
+        sender: CallSender
         settings: Settings
         session_id: str
         session_token: str
@@ -77,26 +80,25 @@ class ProcessClientMixin:
     # -- routing ---------------------------------------------------------------------------
 
     def process_queue(self, process_id: str) -> str | None:
-        """The queue of the worker holding ``process_id``, when the broker knows it."""
+        """The queue of the present worker holding ``process_id``, else of the one whose
+        home holds its receipt (None: the shared queue -- also when that worker is gone:
+        the worker that takes the action adopts the process or answers for it)."""
         try:
-            raw = self.ledger.client.get(route_key(process_id))
+            for receipt in (False, True):
+                route = read_route(self.ledger.client, process_id, receipt=receipt)
+                if route is None:
+                    continue
+                worker = route.get("worker")
+                if worker and not self.sender.leases.present(worker):
+                    continue
+                return str(route["queue"])
         except Exception:
             return None
-        if not raw:
-            return None
-        with contextlib.suppress(ValueError, TypeError):
-            queue = json.loads(raw).get("queue")
-            return str(queue) if queue else None
         return None
 
-    def tool_call_on(self, name: str, args: Any, queue: str | None, *, wait: float) -> str:
-        """Like ``tool_call`` but sent to ``queue`` (the shared queue when None)."""
-        return str(self._host().tool_call(name, args, wait=wait, queue=queue))
-
     def _process(self, args: dict[str, Any], *, wait: float = _SLACK_S) -> dict[str, Any]:
-        process_id = args.get("process_id")
-        queue = self.process_queue(process_id) if isinstance(process_id, str) else None
-        return _parse(self.tool_call_on("process", args, queue, wait=wait))
+        """One ``process`` action, sent where its process lives (``tool_call`` routes it)."""
+        return _parse(str(self._host().tool_call("process", args, wait=wait)))
 
     # -- processes -------------------------------------------------------------------------
 
@@ -129,7 +131,9 @@ class ProcessClientMixin:
         limit = self.settings.max_timeout
         seconds = limit if timeout is None else max(0, min(int(timeout), limit))
         args = {"action": "wait", "process_id": process_id, "timeout": seconds}
-        return ProcessStatus.model_validate(self._process(args, wait=seconds + _SLACK_S))
+        # The caller's timeout bounds the whole wait: the worker answers at it (``running``
+        # still), and a worker gone meanwhile is routed around within it.
+        return ProcessStatus.model_validate(self._process(args, wait=seconds + _WAIT_SLACK_S))
 
     def kill(self, process_id: str) -> ProcessStatus:
         """Terminate the process and its children; its final status."""

@@ -7,9 +7,12 @@ call whose worker died into a ``lost`` result instead of waiting forever.
 
 from __future__ import annotations
 
+import functools
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal
 
+import redis
 from celery import Celery
 
 from process_registry.sessions import (
@@ -17,10 +20,10 @@ from process_registry.sessions import (
     load_or_create_secret,
     validate_session_id,
 )
-from worker.broker.connection import resolve_broker_url, resolve_ledger_url
+from worker.broker.connection import display_url, resolve_broker_url, resolve_ledger_url
 from worker.broker.sender import CallSender
 from worker.client.processes import ProcessClientMixin
-from worker.errors import ClientError, SessionRequired, TokenRequired
+from worker.errors import BrokerUnavailable, ClientError, SessionRequired, TokenRequired
 from worker.identity import load_signer
 from worker.protocol.ledger import CallLedger
 from worker.protocol.messages import (
@@ -29,7 +32,7 @@ from worker.protocol.messages import (
     TerminalResult,
     ToolCallMessage,
 )
-from worker.protocol.tasks import APPROVAL_TASK, PING_TASK
+from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, SESSION_TOOLS
 from worker.settings import Settings, get_settings
 
 # Extra time a client waits beyond the command's own timeout.
@@ -122,10 +125,17 @@ class SandboxClient(ProcessClientMixin):
         if wait is None:
             wait = call_budget(args, self.settings)
         call_id = call_id or uuid.uuid4().hex
+        reroute: Callable[[], str | None] | None = None
         if queue is None and name == "process" and isinstance(args, dict):
             # A process lives on one worker: its actions go to that worker's own queue.
             process_id = args.get("process_id")
-            queue = self.process_queue(process_id) if isinstance(process_id, str) else None
+            if isinstance(process_id, str):
+                queue = self.process_queue(process_id)
+                reroute = functools.partial(self.process_queue, process_id)
+        elif queue is None and name in SESSION_TOOLS:
+            # The session lives on the worker holding its lease (none yet: the shared queue).
+            queue = self._session_route()
+            reroute = self._session_route
         message = ToolCallMessage(
             call_id=call_id,
             session_id=self.session_id,
@@ -135,12 +145,24 @@ class SandboxClient(ProcessClientMixin):
             backend=self.backend,
             deadline_s=wait,
         )
-        self.sender.send_call(message, queue)
         try:
-            return self.sender.result(call_id, wait)
+            return self.sender.call(message, queue, wait, reroute)
         except KeyboardInterrupt:
             self.cancel(call_id)
             raise
+
+    def _session_route(self) -> str | None:
+        """The own queue of the worker serving this session (None: the shared queue).
+
+        Raises :class:`~worker.errors.BrokerUnavailable` when the ledger is unreachable
+        (the call is then not sent)."""
+        try:
+            return self.sender.leases.route(self.session_id)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise BrokerUnavailable(
+                f"cannot reach the ledger at {display_url(self.ledger_url)}: {exc}; "
+                "the call was not sent"
+            ) from None
 
     def cancel(self, call_id: str) -> None:
         """Stop call ``call_id``: a queued call never runs; a running one has its tree killed.

@@ -29,6 +29,10 @@ from registry.results import to_json
 log = logging.getLogger(__name__)
 
 RUNNING_KEY = "sbx:calls:running"
+SESSIONS_KEY = "sbx:calls:sessions"
+ORPHANED_KEY = "sbx:sessions:orphaned"
+"""Sessions whose running call was declared lost, for a reaper to take over."""
+"""call id -> session id of running calls (whose session a lost call leaves behind)."""
 ROUTE_PREFIX = "sbx:process:"
 
 
@@ -52,28 +56,51 @@ def delivered_key(call_id: str) -> str:
     return f"sbx:call:{call_id}:delivered"
 
 
+def answer_key(call_id: str) -> str:
+    return f"sbx:call:{call_id}:answer"
+
+
 # Claim, first heartbeat and running-set entry in one round trip.
 # Returns 1 when claimed, 0 when claimed before, 2 when claimed but cancelled before it ran.
+# A claim handed to this worker (value "handoff:<worker>") is taken over like a new one.
 _CLAIM_SCRIPT = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
-  -- A heartbeat either way: a cancelled call is alive until its "cancelled" result is in.
-  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
-  if redis.call('EXISTS', KEYS[4]) == 1 then
-    return 2
-  end
-  redis.call('HSET', KEYS[3], ARGV[4], ARGV[1])
-  return 1
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  return 0
 end
-return 0
+local fresh = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2])
+if not fresh then
+  if redis.call('GET', KEYS[1]) ~= 'handoff:' .. ARGV[1] then return 0 end
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+end
+-- A heartbeat either way: a cancelled call is alive until its "cancelled" result is in.
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  return 2
+end
+redis.call('HSET', KEYS[3], ARGV[4], ARGV[1])
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[6], ARGV[4], ARGV[5]) end
+return 1
+"""
+
+# Hand a claimed call to another worker: it claims it when it takes the message, and
+# must do so within lost_after (the heartbeat set here), else the call is lost.
+_HANDOFF_SCRIPT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], 'handoff:' .. ARGV[2], 'EX', ARGV[3])
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[4])
+redis.call('HSET', KEYS[3], ARGV[5], ARGV[2])
+return 1
 """
 
 CLAIMED, DUPLICATE, CANCELLED = 1, 0, 2
 
-# First result wins: mark the call delivered and fill its mailbox in one step.
+# First result wins: mark the call delivered, fill its mailbox and keep a copy (for a
+# caller that collects it again) in one step.
 _DELIVER_SCRIPT = """
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
   redis.call('RPUSH', KEYS[2], ARGV[1])
   redis.call('EXPIRE', KEYS[2], ARGV[2])
+  redis.call('SET', KEYS[3], ARGV[1], 'EX', ARGV[3])
   return 1
 end
 return 0
@@ -83,20 +110,33 @@ return 0
 class CallLedger:
     """Claims, heartbeats and lost detection for tool calls."""
 
-    def __init__(self, client: redis.Redis, *, claim_ttl: int, lost_after: float) -> None:
+    def __init__(
+        self, client: redis.Redis, *, claim_ttl: int, lost_after: float, result_ttl: int = 3600
+    ) -> None:
         self.client = client
         self.claim_ttl = claim_ttl
+        self.result_ttl = result_ttl
         self.lost_after = lost_after
         self.lost_after_ms = int(lost_after * 1000)
         self._quiet_until = 0.0
         self._claim = client.register_script(_CLAIM_SCRIPT)
+        self._handoff = client.register_script(_HANDOFF_SCRIPT)
         self._deliver = client.register_script(_DELIVER_SCRIPT)
 
-    def claim(self, call_id: str, worker_id: str) -> int:
+    def claim(self, call_id: str, worker_id: str, session_id: str = "") -> int:
         """Claim ``call_id`` for this worker: :data:`CLAIMED`, :data:`DUPLICATE` (someone
         claimed it before) or :data:`CANCELLED` (claimed now, but cancelled while queued)."""
-        keys = [claim_key(call_id), heartbeat_key(call_id), RUNNING_KEY, cancel_key(call_id)]
-        args: list[str | int] = [worker_id, self.claim_ttl, self.lost_after_ms, call_id]
+        keys = [
+            claim_key(call_id),
+            heartbeat_key(call_id),
+            RUNNING_KEY,
+            cancel_key(call_id),
+            delivered_key(call_id),  # answered already (e.g. lost): never run it now
+            SESSIONS_KEY,
+        ]
+        args: list[str | int] = [
+            worker_id, self.claim_ttl, self.lost_after_ms, call_id, session_id
+        ]
         return int(self._claim(keys=keys, args=args))
 
     def deliver(self, call_id: str, result: str) -> bool:
@@ -104,9 +144,30 @@ class CallLedger:
 
         True when this one was delivered; False when another (e.g. ``lost``) got there first.
         """
-        keys = [delivered_key(call_id), result_key(call_id)]
+        keys = [delivered_key(call_id), result_key(call_id), answer_key(call_id)]
         with self._noting_outage():
-            return bool(self._deliver(keys=keys, args=[result, self.claim_ttl]))
+            return bool(
+                self._deliver(keys=keys, args=[result, self.claim_ttl, self.result_ttl])
+            )
+
+    def answer(self, call_id: str) -> str | None:
+        """The kept copy of the call's delivered result (None: none, or it expired)."""
+        with self._noting_outage():
+            value = self.client.get(answer_key(call_id))
+        return None if value is None else _s(value)
+
+    def hand_off(self, call_id: str, worker_id: str, to_worker: str) -> bool:
+        """Pass this worker's claim of ``call_id`` to ``to_worker``; False if not ours."""
+        keys = [claim_key(call_id), heartbeat_key(call_id), RUNNING_KEY]
+        args: list[str | int] = [
+            worker_id, to_worker, self.claim_ttl, self.lost_after_ms, call_id
+        ]
+        return bool(self._handoff(keys=keys, args=args))
+
+    def claimed(self, call_id: str) -> bool:
+        """True once a worker claimed the call (it runs, or ran)."""
+        with self._noting_outage():
+            return bool(self.client.exists(claim_key(call_id)))
 
     def take_result(self, call_id: str, timeout: float) -> str | None:
         """The call's result, waiting up to ``timeout`` seconds; None if none came.
@@ -160,6 +221,7 @@ class CallLedger:
         for call_id in finished:
             pipe.delete(heartbeat_key(call_id))
             pipe.hdel(RUNNING_KEY, call_id)
+            pipe.hdel(SESSIONS_KEY, call_id)
         with self._noting_outage():
             pipe.execute()
 
@@ -188,7 +250,20 @@ class CallLedger:
 
     def forget(self, call_id: str) -> None:
         """Drop a call from the running set (after it was declared lost)."""
-        self.client.hdel(RUNNING_KEY, call_id)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hdel(RUNNING_KEY, call_id)
+        pipe.hdel(SESSIONS_KEY, call_id)
+        pipe.execute()
+
+    def orphaned_sessions(self, most: int = 100) -> list[str]:
+        """Take (remove and return) up to ``most`` sessions whose call was declared lost."""
+        popped: Any = self.client.spop(ORPHANED_KEY, most)
+        return [_s(s) for s in popped or []]
+
+    def session_of(self, call_id: str) -> str | None:
+        """The session of a running (or just lost) call, when its claim named one."""
+        value = self.client.hget(SESSIONS_KEY, call_id)
+        return None if value is None else _s(value)
 
 
 def _s(value: Any) -> str:
@@ -196,20 +271,27 @@ def _s(value: Any) -> str:
 
 
 def lost_result(call_id: str, worker_id: str | None) -> str:
-    """The tool result of a call whose worker died while running it."""
+    """The tool result of a call whose worker died after taking it, before answering."""
     who = f" ({worker_id})" if worker_id else ""
     return to_json(
         {
             "status": "lost",
-            "error": f"the worker running this call{who} died before it finished; the "
-            "command may have run partly. Check the session's state before retrying.",
+            "error": f"the worker that took this call{who} died before it answered; the "
+            "command may still be running, or may have run partly or wholly. Check the "
+            "session's state before retrying.",
             "call_id": call_id,
         }
     )
 
 
 def declare_lost(ledger: CallLedger, call_id: str, worker_id: str | None) -> bool:
-    """Deliver a ``lost`` result for ``call_id`` unless it has a result. True if it did."""
+    """Deliver a ``lost`` result for ``call_id`` unless it has a result. True if it did.
+
+    The call's session is noted as orphaned: a live worker's reaper takes it over and
+    ends what the dead worker left running (:meth:`CallLedger.orphaned_sessions`)."""
+    session_id = ledger.session_of(call_id)
+    if session_id:
+        ledger.client.sadd(ORPHANED_KEY, session_id)
     ledger.forget(call_id)
     if not ledger.deliver(call_id, lost_result(call_id, worker_id)):
         return False
@@ -222,9 +304,17 @@ def route_key(process_id: str) -> str:
     return ROUTE_PREFIX + process_id
 
 
-def read_route(client: redis.Redis, process_id: str) -> dict[str, str] | None:
-    """The route of ``process_id`` (``{"queue", "session"}``), or None."""
-    raw: Any = client.get(route_key(process_id))
+def receipt_route_key(process_id: str) -> str:
+    """Redis key naming the worker whose ``SBX_HOME`` holds the receipt of ``process_id``."""
+    return f"sbx:receipt-at:{process_id}"
+
+
+def read_route(
+    client: redis.Redis, process_id: str, *, receipt: bool = False
+) -> dict[str, str] | None:
+    """The route of ``process_id`` (``{"queue", "session", "worker"}``), or None;
+    ``receipt``: where its receipt is instead."""
+    raw: Any = client.get(receipt_route_key(process_id) if receipt else route_key(process_id))
     if not raw:
         return None
     try:

@@ -21,6 +21,8 @@ class ToolCallMessage(BaseModel):
     backend: str | None = None
     deadline_s: float | None = Field(default=None, gt=0)
     """Seconds the caller will wait; the worker answers before then."""
+    handoffs: int = Field(default=0, ge=0)
+    """Times a worker handed this call to the worker holding its session's lease."""
     forwarded: bool = False
     """Sent by a worker on behalf of its caller (``worker.service.forwarding``): never forwarded."""
 

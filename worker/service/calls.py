@@ -1,11 +1,12 @@
-"""Running one tool call: verify the caller, dispatch through the registry.
+"""Running one tool call: verify the caller, check the operator's limits, dispatch.
 
 Plain functions: tests call them without a broker; the Celery task is a thin
-wrapper that adds claiming and heartbeats.
+wrapper that adds the session's lease, claiming and heartbeats.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -19,8 +20,9 @@ from registry.core import ToolRegistry
 from registry.core import registry as default_registry
 from registry.discovery import discover_builtin_tools
 from registry.dispatch import handle_function_call
-from registry.results import tool_error
+from registry.results import to_json, tool_error
 from worker.protocol.messages import ToolCallMessage
+from worker.protocol.tasks import SESSION_TOOLS
 from worker.service.backends import BackendNotAllowed, check_backend_allowed
 from worker.service.boundary import CallerDenied, error_result, verify_caller
 from worker.service.runtime import WorkerRuntime
@@ -43,6 +45,67 @@ def cancelled_before_start(call_id: str) -> str:
     )
 
 
+def _limits_error(message: ToolCallMessage, runtime: WorkerRuntime) -> str | None:
+    """An ``invalid`` result for a call over the operator's limits, before anything parses
+    its arguments (None: within them)."""
+    settings = runtime.settings
+    args = message.args
+    if isinstance(args, str):
+        if len(args.encode("utf-8", "surrogatepass")) > settings.max_call_bytes:
+            return tool_error(
+                f"the call's arguments exceed {settings.max_call_bytes} bytes "
+                "(SBX_MAX_CALL_BYTES); nothing ran",
+                status="invalid",
+            )
+        return None
+    if not isinstance(args, dict):
+        return None
+    command = args.get("command")
+    if isinstance(command, str) and len(command.encode("utf-8", "surrogatepass")) > (
+        settings.max_command_bytes
+    ):
+        return tool_error(
+            f"the command is {len(command.encode('utf-8', 'surrogatepass'))} bytes, over the "
+            f"operator's maximum of {settings.max_command_bytes} (SBX_MAX_COMMAND_BYTES); "
+            "nothing ran",
+            status="invalid",
+        )
+    timeout = args.get("timeout")
+    numeric = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+    if numeric and float(timeout or 0) > settings.max_timeout:
+        return tool_error(
+            f"timeout {timeout:g} s exceeds the operator's maximum of "
+            f"{settings.max_timeout} s (SBX_MAX_TIMEOUT); nothing ran",
+            status="invalid",
+        )
+    return None
+
+
+def prepare_call(raw: Any, runtime: WorkerRuntime) -> ToolCallMessage | str:
+    """The verified call message of ``raw``, or the error result that answers it."""
+    try:
+        message = ToolCallMessage.model_validate(raw)
+    except ValidationError as exc:
+        return tool_error(f"malformed call message: {exc.error_count()} problem(s): "
+                          + "; ".join(e["msg"] for e in exc.errors(include_url=False)))  # fmt: skip
+    try:
+        verify_caller(runtime.signer, message.session_id, message.session_token)
+        check_backend_allowed(
+            runtime.settings, canonical_name(message.backend or runtime.settings.backend)
+        )
+    except (CallerDenied, BackendNotAllowed) as exc:
+        return error_result(exc)
+    too_big = _limits_error(message, runtime)
+    if too_big is not None:
+        return too_big
+    return message
+
+
+def uses_session(message: ToolCallMessage) -> bool:
+    """True for calls that run in the session's sandbox (its lease applies)."""
+    return message.tool in SESSION_TOOLS
+
+
 def execute_call(
     raw: Any,
     runtime: WorkerRuntime,
@@ -54,21 +117,31 @@ def execute_call(
 
     ``cancel`` is set by the worker when the caller cancels the call.
     """
-    try:
-        message = ToolCallMessage.model_validate(raw)
-    except ValidationError as exc:
-        return tool_error(f"malformed call message: {exc.error_count()} problem(s): "
-                          + "; ".join(e["msg"] for e in exc.errors(include_url=False)))  # fmt: skip
-    try:
-        verify_caller(runtime.signer, message.session_id, message.session_token)
-    except CallerDenied as exc:
-        return error_result(exc)
+    prepared = prepare_call(raw, runtime)
+    if isinstance(prepared, str):
+        return prepared
+    return run_call(prepared, runtime, tools, cancel=cancel)
+
+
+def run_call(
+    message: ToolCallMessage,
+    runtime: WorkerRuntime,
+    tools: ToolRegistry = default_registry,
+    *,
+    cancel: threading.Event | None = None,
+    moved_from: str | None = None,
+) -> str:
+    """Dispatch a prepared call. ``moved_from``: the session was taken over from that
+    worker; it is rebuilt here first and the result says ``session_moved``."""
     settings = runtime.settings
     backend = canonical_name(message.backend or settings.backend)
-    try:
-        check_backend_allowed(settings, backend)
-    except BackendNotAllowed as exc:
-        return error_result(exc)
+    notes: list[str] = []
+    if moved_from is not None and runtime.leases is not None:
+        try:
+            with runtime.pool.use(message.session_id, backend) as env:
+                notes = runtime.leases.rehome(message.session_id, backend, env)
+        except Exception as exc:  # the call itself reports what is wrong with the sandbox
+            notes = [f"could not rebuild the session here: {type(exc).__name__}: {exc}"]
     budget = message.deadline_s or float(settings.max_timeout) + 60.0
     ctx = ToolContext(
         session_id=message.session_id,
@@ -85,9 +158,39 @@ def execute_call(
         forwarded=message.forwarded,
     )
     try:
-        return handle_function_call(
+        result = handle_function_call(
             message.tool, message.args, task_id=message.call_id, ctx=ctx, registry=tools
         )
     except Exception as exc:  # dispatch wraps handlers; this guards dispatch itself
         log.exception("dispatch of %s failed", message.tool)
         return tool_error(f"Error executing {message.tool}: {type(exc).__name__}: {exc}")
+    if runtime.leases is not None and uses_session(message):
+        _record_state(runtime, message.session_id, backend)
+    if moved_from is not None:
+        result = _say_moved(result, notes)
+    return result
+
+
+def _record_state(runtime: WorkerRuntime, session_id: str, backend: str) -> None:
+    env = runtime.pool.get_existing(session_id, backend)
+    if env is None or runtime.leases is None:
+        return
+    try:
+        runtime.leases.record(session_id, backend, env)
+    except Exception:  # the call succeeded; a later call records again
+        log.warning("could not record the state of a session", exc_info=True)
+
+
+def _say_moved(result: str, notes: list[str]) -> str:
+    """``result`` with ``session_moved: true`` and what could not be restored in ``error``."""
+    try:
+        payload = json.loads(result)
+    except ValueError:
+        return result
+    if not isinstance(payload, dict):
+        return result
+    payload["session_moved"] = True
+    if notes:
+        said = "; ".join(notes)
+        payload["error"] = f"{payload['error']}; {said}" if payload.get("error") else said
+    return to_json(payload)

@@ -57,10 +57,26 @@ class ProcessForwarder:
             return self._sender
 
     def holder_queue(self, process_id: str) -> str | None:
-        """The queue of the other worker holding ``process_id`` (None: none, or this one)."""
+        """The queue of the other, present worker holding ``process_id`` (None: none, this
+        one, or one that is gone -- see :meth:`absent_holder`)."""
         route = read_route(self.runtime.ledger.client, process_id)
         queue = route["queue"] if route else None
-        return queue if queue and queue != self.own_queue else None
+        if not queue or queue == self.own_queue or self.absent_holder(process_id, route):
+            return None
+        return queue
+
+    def absent_holder(
+        self, process_id: str, route: dict[str, str] | None = None
+    ) -> str | None:
+        """The worker id named by the process's route when that worker is no longer
+        present (it died or stopped); None otherwise."""
+        if route is None:
+            route = read_route(self.runtime.ledger.client, process_id)
+        worker = (route or {}).get("worker")
+        leases = self.runtime.leases
+        if not worker or leases is None or worker == self.runtime.worker_id:
+            return None
+        return None if leases.book.present(worker) else worker
 
     def session_queues(self, session_id: str) -> set[str]:
         """Queues of the other workers holding a running process of ``session_id``."""

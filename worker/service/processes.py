@@ -26,6 +26,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+import threading
 from typing import Any
 
 import redis
@@ -41,9 +42,11 @@ from process_registry.models import (
 from process_registry.receipts import DEFAULT_MAX_AGE
 from process_registry.sessions import InvalidSessionId, validate_session_id
 from process_registry.table import InputUnsupported, ProcessTable, PtyUnsupported
+from registry.approval import CommandTooLong, PtyLineBuffer
 from registry.tools.process import ProcessArgs
-from worker.protocol.ledger import route_key
+from worker.protocol.ledger import read_route, receipt_route_key, route_key
 from worker.service.boundary import error_fields
+from worker.service.fleet_processes import SharedCheckpoints, adopt_orphans
 from worker.service.forwarding import ProcessForwarder
 from worker.settings import Settings
 
@@ -67,11 +70,17 @@ class ProcessManager:
         redis_client: redis.Redis | None = None,
         worker_queue: str | None = None,
         kill_grace: float = 2.0,
+        worker_id: str = "",
     ) -> None:
         self.settings = settings
         self.pool = pool
         self.redis = redis_client
         self.worker_queue = worker_queue
+        self.worker_id = worker_id
+        self._pty_lines: dict[str, PtyLineBuffer] = {}
+        self._pty_lock = threading.Lock()
+        self.shared: SharedCheckpoints | None = None
+        """The fleet's shared checkpoints (set by :func:`install_process_manager`)."""
         self.forwarder: ProcessForwarder | None = None
         """Set by :func:`install_process_manager` in a worker with its own queue."""
         self.table = ProcessTable(
@@ -102,23 +111,46 @@ class ProcessManager:
                 return env
         if existing is not None and existing.sandbox_id == rec.sandbox_id:
             return existing
-        return None
+        # Re-attach: the backend finds the session's sandbox again by its name.
+        try:
+            with self.pool.use(rec.owner_session_id, rec.backend) as env:
+                return env if env.attach() == rec.sandbox_id else None
+        except Exception:
+            log.warning("cannot re-attach the sandbox of process %s", rec.process_id)
+            return None
 
     def _route(self, process_id: str, session_id: str) -> None:
         if self.redis is None or self.worker_queue is None:
             return
-        value = json.dumps({"queue": self.worker_queue, "session": session_id})
+        value = json.dumps(
+            {"queue": self.worker_queue, "session": session_id, "worker": self.worker_id}
+        )
         try:
             self.redis.set(route_key(process_id), value, ex=int(DEFAULT_MAX_AGE))
         except redis.RedisError:
             log.warning("could not record the route of %s", process_id, exc_info=True)
 
-    def _unroute(self, process_id: str, _owner: str) -> None:
-        """A finished process is only a receipt: any worker on this home can answer for it."""
+    def _unroute(self, process_id: str, owner: str) -> None:
+        """A finished process is only a receipt: its route goes (any worker on this home
+        answers from the receipt), and the fleet learns which worker's home holds it."""
+        if self.shared is not None:
+            try:
+                self.shared.remove(process_id)
+            except redis.RedisError:
+                log.warning("could not drop the shared checkpoint of %s", process_id)
         if self.redis is None:
             return
         try:
-            self.redis.delete(route_key(process_id))
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.delete(route_key(process_id))
+            if self.worker_queue is not None:
+                where = {"queue": self.worker_queue, "session": owner, "worker": self.worker_id}
+                pipe.set(
+                    receipt_route_key(process_id),
+                    json.dumps(where),
+                    ex=int(self.settings.receipt_max_age_days * 86400),
+                )
+            pipe.execute()
         except redis.RedisError:
             log.warning("could not drop the route of %s", process_id, exc_info=True)
 
@@ -227,21 +259,52 @@ class ProcessManager:
                 return None
             holder = fwd.holder_queue(args.process_id)
             if holder is None:
-                return None
+                return self._take_from_absent(args.process_id, session)
             return fwd.forward(holder, args.model_dump(exclude_none=True), session, backend, wait)
         except Exception as exc:  # the broker or ledger went away: say so, never raise
             log.warning("forwarding a process action failed", exc_info=True)
             return _error(f"could not reach the worker holding it: {exc}", "error")
 
+    def _take_from_absent(self, process_id: str, session_id: str) -> dict[str, Any] | None:
+        """An action for a process whose worker is gone: adopt it here if this worker can
+        reach its sandbox (None: answer here); else say where it is (to its owner only)."""
+        fwd = self.forwarder
+        absent = fwd.absent_holder(process_id) if fwd is not None else None
+        if absent is None:
+            return None
+        route = read_route(self.redis, process_id) if self.redis is not None else None
+        if (route or {}).get("session") != session_id:
+            return None  # not this session's: answered as unknown, like any other id
+        self.adopt_orphans(only=process_id)
+        if self.table.tracks(process_id) or self.table.receipts.exists(process_id):
+            return None
+        return _error(
+            f"the worker holding process {process_id} ({absent}) is gone and this worker "
+            "cannot reach it; a worker on that host adopts it when it starts",
+            "error",
+        )
+
     def _write(self, process_id: str, data: str | None, ctx: Any) -> dict[str, Any]:
         if data is None:
             return _error("action 'write' needs data (the text to type)", "invalid")
+        try:
+            # Ownership first: nothing is judged, or told, about another session's process.
+            self.table.poll(process_id, ctx.session_id)
+        except (ProcessTableError, InvalidSessionId) as exc:
+            return error_fields(exc)
         guard = ctx.components.get("approval") if isinstance(ctx.components, dict) else None
-        if guard is not None and data.strip():
-            # Input to a pty shell is a command too: the same approval rules apply.
-            refusal = guard.check(
-                data, session_id=ctx.session_id, backend=ctx.backend
-            ).to_tool_result()
+        if guard is not None:
+            # Input to a pty shell is a command too, judged a whole line at a time: the
+            # buffer remembers what was typed so far (``r`` then ``m -rf DIR\n``).
+            with self._pty_lock:
+                lines = self._pty_lines.setdefault(process_id, PtyLineBuffer())
+            try:
+                decision = guard.check_pty_write(
+                    lines, data, session_id=ctx.session_id, backend=ctx.backend
+                )
+            except CommandTooLong as exc:
+                return _error(str(exc), "invalid")
+            refusal = decision.to_tool_result()
             if refusal is not None:
                 return dict(refusal)
         try:
@@ -291,11 +354,16 @@ class ProcessManager:
 
         Finalized ones lose their route (see ``_unroute``): their receipt answers.
         """
+        before = {rec.process_id: rec for rec in self.table.checkpoints.load_all()}
         report = self.table.adopt_all()
         for process_id in report.adopted:
             owner = self.table.owner_of(process_id)
             if owner is not None:
                 self._route(process_id, owner)
+            if self.shared is not None and process_id in before:
+                # This home's restarted worker took it: the fleet's copy says so too.
+                self.shared.take(before[process_id])
+        report.adopted.extend(self.adopt_orphans())
         if report.adopted or report.finalized or report.skipped:
             log.info(
                 "adoption: %d adopted, %d finalized, %d skipped",
@@ -308,6 +376,22 @@ class ProcessManager:
             "finalized": report.finalized,
             "skipped": report.skipped,
         }
+
+    def adopt_orphans(self, only: str | None = None) -> builtins.list[str]:
+        """Take over processes of absent workers in sandboxes this worker can reach
+        (see :mod:`worker.service.fleet_processes`); route them here."""
+        if self.shared is None:
+            return []
+        try:
+            taken = adopt_orphans(self.shared, self.table, self._lookup, only=only)
+        except redis.RedisError:
+            log.warning("could not read the fleet's shared checkpoints", exc_info=True)
+            return []
+        for process_id in taken:
+            owner = self.table.owner_of(process_id)
+            if owner is not None and self.table.tracks(process_id):
+                self._route(process_id, owner)
+        return taken
 
     def linger(self, session_id: str, timeout: float) -> builtins.list[dict[str, Any]]:
         """Wait (bounded) for the session's processes; their final views."""
@@ -332,10 +416,21 @@ def install_process_manager(
     if isinstance(existing, ProcessManager):
         return existing
     service = ProcessManager(
-        settings, runtime.pool, redis_client=runtime.ledger.client, worker_queue=worker_queue
+        settings,
+        runtime.pool,
+        redis_client=runtime.ledger.client,
+        worker_queue=worker_queue,
+        worker_id=runtime.worker_id,
     )
     if worker_queue is not None:
         service.forwarder = ProcessForwarder(runtime, worker_queue)
+    if runtime.leases is not None:
+        shared = SharedCheckpoints(
+            runtime.ledger.client, runtime.leases.book, service.table.checkpoints.me
+        )
+        service.shared = shared
+        service.table.writer_gone = shared.writer_gone
+        service.table.on_started = shared.put
     runtime.components["processes"] = service
     runtime.pool.keep_alive = service.holds_running
     return service

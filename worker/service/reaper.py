@@ -7,12 +7,14 @@ import functools
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import redis
 
 from environments.pool import SandboxPool
 from environments.registry import backend_class
 from worker.protocol.ledger import CallLedger, declare_lost
+from worker.service.leases import SessionLeases
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +28,13 @@ def reap_lost_calls(ledger: CallLedger) -> list[str]:
     return lost
 
 
-def _kept(pool: SandboxPool, backend: str, session_id: str) -> bool:
-    return pool.keep_alive(session_id, backend)
+def _kept(
+    pool: SandboxPool, leases: SessionLeases | None, backend: str, session_id: str
+) -> bool:
+    """A sandbox stays while its session runs processes here or a present worker serves it."""
+    if pool.keep_alive(session_id, backend):
+        return True
+    return leases is not None and leases.book.held_by_present(session_id)
 
 
 class Reaper(threading.Thread):
@@ -45,11 +52,20 @@ class Reaper(threading.Thread):
         *,
         orphan_max_idle: float = 6 * 3600.0,
         orphan_sweep_interval: float = 300.0,
+        leases: SessionLeases | None = None,
+        adopt: Callable[[], object] | None = None,
+        take_over: Callable[[str], object] | None = None,
     ) -> None:
         super().__init__(name="sbx-reaper", daemon=True)
         self.ledger, self.interval, self.pool = ledger, interval, pool
         self.orphan_max_idle = orphan_max_idle
         self.orphan_sweep_interval = orphan_sweep_interval
+        self.leases = leases
+        self.adopt = adopt
+        """Takes over processes of absent workers (run at every pass)."""
+        self.take_over = take_over
+        """``take_over(session_id)``: a lost call's session -- end what its dead worker left
+        running in a sandbox this worker can reach."""
         self._next_orphan_sweep = 0.0
         self._stop_event = threading.Event()
 
@@ -60,8 +76,22 @@ class Reaper(threading.Thread):
         while not self._stop_event.wait(self.interval):
             with contextlib.suppress(redis.RedisError, OSError):
                 reap_lost_calls(self.ledger)
+                if self.take_over is not None:
+                    self._take_over_orphans(self.take_over)
+            if self.adopt is not None:
+                try:
+                    self.adopt()
+                except Exception:  # a broken sandbox must not stop the reaper
+                    log.exception("taking over processes of absent workers failed")
             if self.pool is not None:
                 self._reap_sandboxes(self.pool)
+
+    def _take_over_orphans(self, take_over: Callable[[str], object]) -> None:
+        for session_id in self.ledger.orphaned_sessions():
+            try:
+                take_over(session_id)
+            except Exception:  # the session's next call tries again
+                log.warning("taking over a lost call's session failed", exc_info=True)
 
     def _reap_sandboxes(self, pool: SandboxPool) -> None:
         try:
@@ -76,7 +106,7 @@ class Reaper(threading.Thread):
                 removed = backend_class(backend).reap_orphans(
                     pool.config_for(backend),
                     self.orphan_max_idle,
-                    functools.partial(_kept, pool, backend),
+                    functools.partial(_kept, pool, self.leases, backend),
                 )
                 if removed:
                     log.info("removed %d orphaned %s sandbox(es)", len(removed), backend)

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import socket
+import threading
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 
 from worker.broker.app import create_app, worker_queue
 from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
 from worker.protocol.tasks import own_queue_name
 from worker.service.mcp import start_mcp
 from worker.service.processes import (
+    ProcessManager,
     adopt_processes,
     close_process_manager,
     install_process_manager,
@@ -66,11 +70,22 @@ def run_worker(
             # Celery notices a warm shutdown (SIGTERM) only between two polls of its event
             # loop, which sleeps up to 10 s while the broker is quiet (AMQP; Redis wakes it
             # every second): a tick bounds that to 1 s. Kept across reconnects.
-            hub.call_repeatedly(1.0, _tick)
+            hub.call_repeatedly(0.02, _tick)
         svc = runtime()
+        svc.heartbeat.tick()  # this worker is present from now on (the thread renews it)
         adopt_processes(svc)
+        manager = svc.components.get("processes")
         r = Reaper(
-            svc.ledger, settings.lost_after, svc.pool, orphan_max_idle=settings.orphan_max_idle
+            svc.ledger,
+            settings.lost_after,
+            svc.pool,
+            orphan_max_idle=settings.orphan_max_idle,
+            orphan_sweep_interval=settings.orphan_sweep_interval,
+            leases=svc.leases,
+            adopt=manager.adopt_orphans if isinstance(manager, ProcessManager) else None,
+            take_over=(
+                functools.partial(svc.leases.take_over, pool=svc.pool) if svc.leases else None
+            ),
         )
         r.start()
         reaper.append(r)
@@ -82,18 +97,35 @@ def run_worker(
             display_url(svc.ledger_url),
         )
 
+    def _shutting_down(**_: Any) -> None:
+        # SIGTERM: Celery takes no new calls and waits for the running ones; after the
+        # grace, they are cancelled (their trees killed, each answered "cancelled").
+        timer = threading.Timer(settings.shutdown_grace, runtime().heartbeat.cancel_all)
+        timer.daemon = True
+        timer.start()
+
     def _shutdown(**_: Any) -> None:
         if mcp is not None:
             mcp.close()  # stops the MCP server processes
         for r in reaper:
             r.stop()
-        close_process_manager(runtime())
-        runtime().close()
+        svc = runtime()
+        if svc.dispatcher is not None:
+            # Calls taken in still run on the dispatcher: their grace is the rest of it,
+            # then they are cancelled (the grace timer) and answered.
+            svc.dispatcher.drain(settings.shutdown_grace + 30.0)
+            svc.dispatcher.close()
+        close_process_manager(svc)  # background processes live on, for their adopter
+        if svc.leases is not None:
+            with contextlib.suppress(Exception):
+                svc.leases.withdraw()  # the next call of each session moves it
+        svc.close(keep_sandboxes=True)
 
     # Celery logs each task's return value at INFO; results are tool output, kept out of logs.
     logging.getLogger("celery.app.trace").setLevel(logging.WARNING)
     worker_ready.connect(_ready, weak=False)
     worker_shutdown.connect(_shutdown, weak=False)
+    worker_shutting_down.connect(_shutting_down, weak=False)
     argv = [
         "worker",
         "--pool=threads",

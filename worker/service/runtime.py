@@ -16,10 +16,15 @@ from environments.pool import SandboxPool
 from process_registry.sessions import SessionSigner
 from registry.approval import ApprovalGuard
 from worker.broker.connection import redis_client, resolve_broker_url, resolve_ledger_url
+from worker.broker.sender import CallSender
 from worker.identity import load_signer
+from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger
+from worker.protocol.tasks import own_queue_name
 from worker.service.backends import BackendConfigs
+from worker.service.dispatcher import SessionDispatcher
 from worker.service.heartbeat import Heartbeat
+from worker.service.leases import SessionLeases
 from worker.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -45,26 +50,49 @@ class WorkerRuntime:
     worker_id: str = field(default_factory=worker_identity)
     components: dict[str, Any] = field(default_factory=dict)
     """Optional tool services by name (``approval``, ``processes``)."""
+    leases: SessionLeases | None = None
+    """The sessions this worker serves (None: a runtime without a fleet, in tests)."""
+    dispatcher: SessionDispatcher | None = None
+    """Runs taken calls off Celery's threads (None: calls run where they are taken)."""
     _heartbeat: Heartbeat | None = None
+    _sender: CallSender | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def heartbeat(self) -> Heartbeat:
-        """The heartbeat thread, started on first use."""
+        """The heartbeat thread (calls' heartbeats and this worker's presence), started on
+        first use."""
         with self._lock:
             if self._heartbeat is None:
                 self._heartbeat = Heartbeat(
-                    self.ledger, self.worker_id, self.settings.heartbeat_interval
+                    self.ledger,
+                    self.worker_id,
+                    self.settings.heartbeat_interval,
+                    on_tick=self.leases.announce if self.leases is not None else None,
                 )
                 self._heartbeat.start()
             return self._heartbeat
 
-    def close(self) -> None:
-        """Stop background threads and close every sandbox."""
+    def sender(self) -> CallSender:
+        """A sender on this worker's broker and ledger, for calls it hands to other workers."""
+        with self._lock:
+            if self._sender is None:
+                self._sender = CallSender(self.broker_url, self.ledger_url, self.settings)
+            return self._sender
+
+    def close(self, *, keep_sandboxes: bool = False) -> None:
+        """Stop background threads and close every sandbox (``keep_sandboxes``: only let
+        go of them, for the workers that serve their sessions next)."""
         if self._heartbeat is not None:
             self._heartbeat.stop()
             self._heartbeat.join(timeout=5)
-        self.pool.close_all()
+        if keep_sandboxes:
+            self.pool.detach_all()
+        else:
+            self.pool.close_all()
+        with contextlib.suppress(Exception):
+            if self._sender is not None:
+                self._sender.close()
         with contextlib.suppress(Exception):
             self.ledger.client.close()
 
@@ -74,14 +102,38 @@ def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRu
     url = broker_url or resolve_broker_url(settings)
     ledger_url = resolve_ledger_url(settings, url)
     client = redis_client(ledger_url)
+    worker_id = worker_identity()
+    book = LeaseBook(client, presence_ttl=settings.lost_after, retention=settings.lease_retention)
+    leases = SessionLeases(book, worker_id, own_queue_name(settings.queue))
+    pool = SandboxPool(
+        configs=BackendConfigs(settings),
+        idle_ttl=settings.sandbox_idle_ttl,
+        served_elsewhere=leases.serves_elsewhere,
+    )
     svc = WorkerRuntime(
         settings=settings,
         broker_url=url,
         ledger_url=ledger_url,
         signer=load_signer(settings),
-        ledger=CallLedger(client, claim_ttl=settings.claim_ttl, lost_after=settings.lost_after),
-        pool=SandboxPool(configs=BackendConfigs(settings), idle_ttl=settings.sandbox_idle_ttl),
+        ledger=CallLedger(
+            client,
+            claim_ttl=settings.claim_ttl,
+            lost_after=settings.lost_after,
+            result_ttl=settings.result_ttl,
+        ),
+        pool=pool,
+        worker_id=worker_id,
+        leases=leases,
+        dispatcher=SessionDispatcher(
+            max_running=settings.max_running, per_session=settings.session_max_in_flight
+        ),
     )
+
+    def released(session_id: str, backend: str) -> None:
+        if session_id not in pool.sessions():
+            leases.release(session_id)
+
+    pool.on_released = released
     svc.components["approval"] = build_approval_guard(settings, client)
     return svc
 
@@ -93,7 +145,11 @@ def build_approval_guard(settings: Settings, client: redis.Redis) -> ApprovalGua
     sees the same pending approvals and grants.
     """
     return ApprovalGuard.from_config_file(
-        settings.home / "config.yaml", redis_client=client, mode=settings.approval_mode
+        settings.home / "config.yaml",
+        redis_client=client,
+        mode=settings.approval_mode,
+        # The worker guards itself: overwriting its home or config needs approval.
+        protected_paths=[str(settings.home), str(settings.home / "config.yaml")],
     )
 
 

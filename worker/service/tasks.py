@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -12,10 +12,14 @@ import redis
 from celery import Celery, Task
 from celery.exceptions import Ignore
 
+from registry.context import Cancellation
+from registry.results import tool_error
 from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger
+from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
 from worker.service.approvals import execute_approval
-from worker.service.calls import cancelled_before_start, execute_call
+from worker.service.calls import cancelled_before_start, prepare_call, run_call, uses_session
+from worker.service.dispatcher import Busy
 from worker.service.runtime import WorkerRuntime, runtime
 
 log = logging.getLogger(__name__)
@@ -54,14 +58,23 @@ def deliver_result(
             backoff = min(backoff * 2, 2.0)
 
 
-def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str:
+MAX_HANDOFFS = 3
+"""A call handed on this often found its session's lease moving under it: answered
+``busy`` instead of chasing the lease further."""
+
+
+def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
     """Run ``message`` unless ``call_id`` was claimed before (then raise ``Ignore``).
 
+    A call of a session that another present worker serves is handed to that
+    worker's own queue with its claim (its answer comes from there; None here).
     The result goes to the call's mailbox (:meth:`CallLedger.deliver`), where the
     client waits for it; it is also returned (to in-process callers and tests).
     """
     ledger = svc.ledger
-    claim = ledger.claim(call_id, svc.worker_id)
+    prepared = prepare_call(message, svc)
+    session_id = "" if isinstance(prepared, str) else prepared.session_id
+    claim = ledger.claim(call_id, svc.worker_id, session_id)
     if claim == DUPLICATE:
         # A redelivery: the first delivery runs (or ran) it and delivers the result.
         raise Ignore()
@@ -69,15 +82,66 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str:
         result = cancelled_before_start(call_id)
         deliver_result(ledger, call_id, result)
         return result
-    cancel = threading.Event()
-    heartbeat = svc.heartbeat
-    heartbeat.add(call_id, cancel)
+    moved_from: str | None = None
+    if not isinstance(prepared, str) and svc.leases is not None and uses_session(prepared):
+        admitted = svc.leases.admit(prepared.session_id)
+        if not admitted.mine and prepared.handoffs < MAX_HANDOFFS:
+            _hand_over(svc, prepared, str(admitted.holder_queue), str(admitted.holder))
+            return None
+        if not admitted.mine:
+            prepared = tool_error(
+                "the session's lease kept moving between workers; retry the call",
+                status="busy",
+            )
+        else:
+            moved_from = admitted.taken_over_from
+    if isinstance(prepared, str):
+        deliver_result(ledger, call_id, prepared)
+        svc.heartbeat.finish(call_id)
+        return prepared
+    cancel = Cancellation()
+    svc.heartbeat.add(call_id, cancel)
+    job: Callable[[], str] = functools.partial(
+        _run_taken, svc, call_id, prepared, cancel, moved_from
+    )
+    if svc.dispatcher is None:
+        return job()
     try:
-        result = execute_call(message, svc, cancel=cancel)
+        svc.dispatcher.submit(prepared.session_id, job)
+    except Busy as exc:
+        result = tool_error(str(exc), status="busy")
         deliver_result(ledger, call_id, result)
+        svc.heartbeat.finish(call_id)
+        return result
+    return None
+
+
+def _run_taken(
+    svc: WorkerRuntime,
+    call_id: str,
+    message: ToolCallMessage,
+    cancel: Cancellation,
+    moved_from: str | None,
+) -> str:
+    """Run a claimed call and deliver its result (on a runner thread of the dispatcher)."""
+    try:
+        if cancel.is_set():  # cancelled while it waited behind its session's earlier calls
+            result = cancelled_before_start(call_id)
+        else:
+            result = run_call(message, svc, cancel=cancel, moved_from=moved_from)
+        deliver_result(svc.ledger, call_id, result)
         return result
     finally:
-        heartbeat.finish(call_id)
+        svc.heartbeat.finish(call_id)
+
+
+def _hand_over(svc: WorkerRuntime, message: ToolCallMessage, queue: str, holder: str) -> None:
+    """Give a claimed call to the worker serving its session (same call id, its claim
+    passed on: that worker claims it when it takes the message)."""
+    onward = message.model_copy(update={"handoffs": message.handoffs + 1})
+    if svc.ledger.hand_off(message.call_id, svc.worker_id, holder):
+        svc.sender().send_call(onward, queue)
+        log.debug("call %s handed to %s, which serves its session", message.call_id, queue)
 
 
 def answer_in_mailbox(
@@ -94,7 +158,7 @@ def register_tasks(app: Celery) -> None:
     """Add sbx's tasks to ``app``; each answers through the ledger's mailbox."""
 
     @app.task(name=TOOL_CALL_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
-    def tool_call(self: Task, message: dict[str, Any]) -> str:
+    def tool_call(self: Task, message: dict[str, Any]) -> str | None:
         return run_claimed(str(self.request.id), message, runtime())
 
     @app.task(name=APPROVAL_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from environments.shell.framing import read_line
+from environments.shell.queued import ClosesOnce
 
 _HEADER = struct.Struct(">BxxxI")
 _STDOUT = 1
@@ -54,7 +55,7 @@ class FrameDecoder:
         return bytes(out)
 
 
-class DockerExecChannel:
+class DockerExecChannel(ClosesOnce):
     """The shell started by ``exec_start(socket=True)``, read and written through the socket.
 
     ``on_close`` is called once by :meth:`close` (the environment kills the shell
@@ -134,12 +135,8 @@ class DockerExecChannel:
         return peek == b""
 
     def close(self) -> None:
-        if self._closed:
+        if not self._close_once():
             return
-        self._closed = True
-        if self.on_close is not None:
-            with contextlib.suppress(Exception):
-                self.on_close()
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -32,22 +30,14 @@ import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 from environments.backends.docker.channel import DockerExecChannel
-from environments.base import ExecResult
+from environments.backends.naming import sandbox_name, worker_label
 from environments.config import BackendConfig, config_of
 from environments.errors import BackendUnavailable, SandboxDead, SandboxError
 from environments.shell import helper as scripts
-from environments.shell.driver import SessionShell, ShellResult
-from environments.shell.environment import ShellEnvironment
+from environments.shell.driver import SessionShell
+from environments.shell.environment import SandboxShellEnvironment
+from environments.shell.script import start_script, started_shell_pid
 
-_VANISHED_NOTE = (
-    "[sbx: the session's container was gone; a new one was created. "
-    "Files and processes from before are lost.]\n"
-)
-_SHELLS = {
-    "sh": "exec sh -s",
-    "bash": "exec bash --noprofile --norc -s",
-    "auto": "command -v bash >/dev/null 2>&1 && exec bash --noprofile --norc -s; exec sh -s",
-}
 # The container's main process only keeps it alive; docker-init (init=True) reaps orphans.
 _KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600; done"]
 
@@ -110,20 +100,18 @@ def docker_client(base_url: str | None = None) -> docker.DockerClient:
 
 def container_name(session_id: str, config: DockerConfig) -> str:
     """Deterministic container name: a restarted worker (or a racing one) finds the same."""
-    slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", session_id)[:40].strip("-.") or "s"
-    digest = hashlib.sha256(f"{session_id}\0{config.fingerprint()}".encode()).hexdigest()[:12]
-    return f"sbx-{slug}-{digest}"
+    return sandbox_name(session_id, config.fingerprint())
 
 
-def _worker_label() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-class DockerEnvironment(scripts.HelperOps, ShellEnvironment):
+class DockerEnvironment(scripts.HelperOps, SandboxShellEnvironment):
     """One container per session; see the module docstring."""
 
     backend = "docker"
     config_model = DockerConfig
+    vanished_note = (
+        "[sbx: the session's container was gone; a new one was created. "
+        "Files and processes from before are lost.]\n"
+    )
 
     def __init__(
         self,
@@ -154,6 +142,9 @@ class DockerEnvironment(scripts.HelperOps, ShellEnvironment):
     def container_id(self) -> str:
         """Id of the session's container, creating or starting it if needed."""
         return self._container(verify=self._cid is None)
+
+    def attach(self) -> str:
+        return self.container_id
 
     def _container(self, *, verify: bool) -> str:
         if self._cid is not None and not verify:
@@ -202,7 +193,7 @@ class DockerEnvironment(scripts.HelperOps, ShellEnvironment):
         labels = {
             "sbx": "1",
             "sbx.session": self.session_id,
-            "sbx.worker": _worker_label(),
+            "sbx.worker": worker_label(),
             "sbx.config": cfg.fingerprint(),
         }
         try:
@@ -274,19 +265,15 @@ class DockerEnvironment(scripts.HelperOps, ShellEnvironment):
 
     def _open(self) -> DockerExecChannel:
         cid = self._container(verify=True)
-        cmd = ["sh", "-c", 'echo "sbx-shell-pid $$"; ' + _SHELLS[self.config.shell]]
+        cmd = ["sh", "-c", start_script(self.config.shell)]
         try:
             exec_id = self._api.exec_create(cid, cmd, stdin=True)["Id"]
             raw = self._api.exec_start(exec_id, socket=True)
         except (NotFound, APIError) as exc:
             raise SandboxDead(f"cannot start a shell in {self.name}: {exc}") from exc
         channel = DockerExecChannel(raw)
-        line = channel.read_line(self.shell.start_timeout)
-        pid = line.removeprefix(b"sbx-shell-pid ").strip()
-        if not pid.isdigit():
-            channel.close()
-            raise SandboxDead(f"the shell in {self.name} did not start: {line!r}")
-        channel.on_close = lambda: self._kill_shell(channel, int(pid))
+        pid = started_shell_pid(channel, self.shell.start_timeout, self.name)
+        channel.on_close = lambda: self._kill_shell(channel, pid)
         self._channel = channel
         return channel
 
@@ -313,20 +300,11 @@ class DockerEnvironment(scripts.HelperOps, ShellEnvironment):
 
     # -- the contract ------------------------------------------------------------
 
-    def _before_exec(self) -> None:
-        self._closing = False
-        if self._channel is not None and self._channel.peer_gone():
-            self.shell.close()  # the exec (or the container) died since the last call
+    def _shell_stream_gone(self) -> bool:
+        return self._channel is not None and self._channel.peer_gone()
 
-    def _after_exec(self, result: ShellResult, started: float) -> ExecResult:
-        if not self.shell.alive and not result.timed_out:
-            with contextlib.suppress(SandboxError):
-                self._container(verify=True)  # notices (and repairs) a vanished container
-        note, restarted = "", result.shell_restarted
-        if self._vanished:
-            self._vanished, note, restarted = False, _VANISHED_NOTE, True
-        self._heartbeat()
-        return result.exec_result(started, note=note, restarted=restarted)
+    def _check_sandbox(self) -> None:
+        self._container(verify=True)  # notices (and repairs) a vanished container
 
     def close(self) -> None:
         """End the session shell and remove the container (unless ``remove_on_close`` is off)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -32,7 +33,7 @@ from environments.backends.local.jailfs import JailFiles
 from environments.backends.local.sessiondirs import reap_sessions
 from environments.backends.local.spawn import PLAIN_WRAPPER, jailed_wrapper, start_jailed
 from environments.backends.local.tree import group_of, host_pgid, kill_tree, running
-from environments.base import HeadTrim, SpawnedProcess
+from environments.base import HeadTrim, ShellIdentity, SpawnedProcess
 from environments.config import BackendConfig, config_of
 from environments.errors import BackendUnavailable, WorkdirNotFound
 from environments.procinfo import boot_id, process_start_time
@@ -278,6 +279,26 @@ class LocalEnvironment(ShellEnvironment):
 
     def boot_id(self) -> str | None:
         return boot_id()
+
+    def shell_identity(self) -> ShellIdentity | None:
+        """In a jail: the jail's bubblewrap process, by the host's numbers (the shell's own
+        pid is the jail's, meaningless to another worker); ending it ends the jail."""
+        if self.jail is None:
+            return super().shell_identity()
+        if self._channel is None or not self.shell.alive:
+            return None
+        pid = self._channel.proc.pid
+        return ShellIdentity(pid=pid, start_time=process_start_time(pid))
+
+    def end_stale_shell(self, shell: ShellIdentity) -> bool:
+        mine = self.shell_identity()
+        if mine is not None and mine.pid == shell.pid:
+            return False
+        start = process_start_time(shell.pid)
+        if start is None or (shell.start_time is not None and start != shell.start_time):
+            return False  # gone, or the pid is another process now: never signal it
+        kill_tree(shell.pid, signal.SIGKILL, {})
+        return True
 
     def is_running(self, process: SpawnedProcess) -> bool:
         start = process_start_time(process.pid)

@@ -190,9 +190,9 @@ class Jail:
         holding its options (pass it to the process; closed when the block ends).
 
         The command runs as the namespace's init. A session shell's jail (run it under
-        :data:`SHELL_INIT`) dies with its bubblewrap process; with ``info_fd`` it is a
-        background process's: that process leads a new session, and bubblewrap writes
-        its host pid to ``info_fd``. The options travel
+        :data:`SHELL_INIT`) is in the process group of its bubblewrap process (killing
+        that group ends it); with ``info_fd`` it is a background process's: that process
+        leads a new session, and bubblewrap writes its host pid to ``info_fd``. The options travel
         through a memfd so that the host paths they name never show in the jail's
         ``/proc/1/cmdline``.
         """
@@ -203,10 +203,11 @@ class Jail:
             if m.kind == "tmpfs":
                 options += ["--remount-ro", m.dest]
         options += ["--sync-fd", str(lock_fd), "--chdir", cwd]
+        # No --die-with-parent: the kernel ties it to the thread that started the jail,
+        # and a worker's threads come and go. A shell's jail ends with its init: when
+        # the worker closes it, or when the worker died and its commands ended.
         options.append("--as-pid-1")
-        if info_fd is None:
-            options.append("--die-with-parent")
-        else:
+        if info_fd is not None:
             options += ["--new-session", "--info-fd", str(info_fd)]
         fd = os.memfd_create("sbx-jail-options", os.MFD_CLOEXEC)
         try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import queue
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any, TypeVar
 
 import asyncssh
 
-from environments.shell.framing import read_line
+from environments.shell.queued import ClosesOnce, QueuedOutput
 
 T = TypeVar("T")
 _READ_SIZE = 1 << 16
@@ -138,7 +137,7 @@ class ConnectionPool:
 POOL = ConnectionPool()
 
 
-class SSHProcessChannel:
+class SSHProcessChannel(QueuedOutput, ClosesOnce):
     """:class:`~environments.shell.driver.Channel` over an asyncssh process (stdin and stdout).
 
     A reader task on the loop moves stdout chunks into a queue; ``b""`` marks EOF.
@@ -147,10 +146,7 @@ class SSHProcessChannel:
 
     def __init__(self, process: asyncssh.SSHClientProcess[bytes], on_close: Any = None) -> None:
         self._process = process
-        self._queue: queue.SimpleQueue[bytes] = queue.SimpleQueue()
-        self._eof = False
-        self._closed = False
-        self._pending = b""
+        super().__init__()
         self.on_close = on_close
         self._loop = LOOP.loop
         self._loop.call_soon_threadsafe(self._start_pump)
@@ -164,65 +160,31 @@ class SSHProcessChannel:
                 data = await self._process.stdout.read(_READ_SIZE)
                 if not data:
                     break
-                self._queue.put(data)
+                self.put(data)
         except Exception:  # a dropped connection ends the stream like EOF
             pass
-        self._queue.put(b"")
+        self.put(b"")
 
     def _write_now(self, data: bytes) -> None:
         try:
             self._process.stdin.write(data)
         except Exception:
-            self._queue.put(b"")
+            self.put(b"")
 
     def write(self, data: bytes) -> None:
-        if self._closed or self._eof or self._process.channel.is_closing():
+        if self._closed or self.eof or self._process.channel.is_closing():
             raise BrokenPipeError("ssh channel is closed")
         self._loop.call_soon_threadsafe(self._write_now, data)
-
-    def read(self, timeout: float | None) -> bytes | None:
-        if self._pending:
-            data, self._pending = self._pending, b""
-            return data
-        if self._eof:
-            return b""
-        try:
-            first = self._queue.get(timeout=timeout) if timeout != 0 else self._queue.get_nowait()
-        except queue.Empty:
-            return None
-        if not first:
-            self._eof = True
-            return b""
-        chunks = [first]
-        while True:  # coalesce what is already there
-            try:
-                more = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if not more:
-                self._eof = True
-                break
-            chunks.append(more)
-        return b"".join(chunks)
-
-    def read_line(self, timeout: float) -> bytes:
-        """The first line of output (without its newline); later reads return what follows it."""
-        line, self._pending = read_line(self.read, timeout)
-        return line
 
     @property
     def peer_gone(self) -> bool:
         """True when the remote shell's stream ended (or the connection dropped)."""
-        if self._eof or self._closed:
+        if self.eof or self._closed:
             return True
         return bool(self._process.channel.is_closing())
 
     def close(self) -> None:
-        if self._closed:
+        if not self._close_once():
             return
-        self._closed = True
-        if self.on_close is not None:
-            with contextlib.suppress(Exception):
-                self.on_close()
         with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(self._process.close)

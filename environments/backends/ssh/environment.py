@@ -36,12 +36,7 @@ from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
 from environments.shell.framing import shell_quote
-
-_SHELLS = {
-    "sh": "exec sh -s",
-    "bash": "exec bash --noprofile --norc -s",
-    "auto": "command -v bash >/dev/null 2>&1 && exec bash --noprofile --norc -s; exec sh -s",
-}
+from environments.shell.script import start_script, started_shell_pid
 
 
 class HostKeyNotVerified(SandboxError, ConnectionError):
@@ -133,7 +128,7 @@ class SSHEnvironment(scripts.HelperOps, ShellEnvironment):
 
     @property
     def sandbox_id(self) -> str:
-        return f"ssh:{self.where}:{self._shell_pid}"
+        return f"ssh:{self.where}"
 
     # -- channels ----------------------------------------------------------------
 
@@ -169,19 +164,18 @@ class SSHEnvironment(scripts.HelperOps, ShellEnvironment):
         raise AssertionError("unreachable")
 
     def _open(self) -> SSHProcessChannel:
-        inner = 'echo "sbx-shell-pid $$"; ' + _SHELLS[self.config.shell]
+        inner = start_script(self.config.shell)
         if self.config.cwd:
             inner = f"cd -- {shell_quote(self.config.cwd)} || exit 1; {inner}"
         pooled, process = self._start_process(f"exec /bin/sh -c {shell_quote(inner)}")
         channel = SSHProcessChannel(process)
-        line = channel.read_line(self.shell.start_timeout)
-        pid = line.removeprefix(b"sbx-shell-pid ").strip()
-        if not pid.isdigit():
-            channel.close()
+        try:
+            pid = started_shell_pid(channel, self.shell.start_timeout, self.where)
+        except SandboxDead:
             POOL.release(pooled)
-            raise SandboxDead(f"the shell on {self.where} did not start: {line!r}")
-        self._shell_pid = int(pid)
-        channel.on_close = lambda: self._release_shell(channel, pooled, int(pid))
+            raise
+        self._shell_pid = pid
+        channel.on_close = lambda: self._release_shell(channel, pooled, pid)
         self._channel = channel
         return channel
 

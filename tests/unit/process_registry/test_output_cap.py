@@ -76,10 +76,15 @@ def source(tmp_path: Path) -> Path:
 
 
 def paced_command(source: Path, fifo: Path) -> str:
-    """Writes ``source`` one MiB per line read from ``fifo`` (the test paces it)."""
+    """Writes ``source`` one MiB per line read from ``fifo`` (the test paces it).
+
+    A read that meets end-of-file writes nothing: when the pacer is descheduled between
+    writing its line and closing the FIFO, the next open still finds it open and its
+    close reads as EOF -- that is no permission to write another MiB.
+    """
     return (
-        f"i=0; while [ $i -lt {STEPS} ]; do read go < {fifo}; "
-        f"tail -c +$((i * {MIB} + 1)) {source} | head -c {MIB}; i=$((i + 1)); done"
+        f"i=0; while [ $i -lt {STEPS} ]; do if read go < {fifo}; then "
+        f"tail -c +$((i * {MIB} + 1)) {source} | head -c {MIB}; i=$((i + 1)); fi; done"
     )
 
 

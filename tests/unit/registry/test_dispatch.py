@@ -204,3 +204,27 @@ def test_repair_that_raises_keeps_original_error(reg: ToolRegistry, ctx: ToolCon
 def test_valid_args_never_reach_repair(reg: ToolRegistry, ctx: ToolContext) -> None:
     reg.register("t", "ts", schema(), lambda a, c: {"n": a.n}, args_model=N)
     assert call(reg, ctx, "t", {"n": 1}, repair=lambda *a: 1 / 0) == {"n": 1}
+
+
+def test_a_gated_tool_called_directly_asks_for_approval(
+    reg: ToolRegistry, ctx: ToolContext
+) -> None:
+    from registry.approval import ApprovalGuard
+
+    ran: list[dict[str, object]] = []
+
+    def handler(args: dict[str, object], c: object) -> str:
+        ran.append(args)
+        return json.dumps({"deployed": True})
+
+    reg.register("deploy", "ops", schema(), handler, approval_gated=True)
+    guard = ApprovalGuard.from_config_file(None)
+    ctx.components["approval"] = guard
+    refused = call(reg, ctx, "deploy", {"target": "prod"})
+    assert refused["status"] == "approval_required" and ran == []
+    assert refused["pattern_key"] == "gated_tool:deploy"
+    guard.approve(refused["approval_id"], "once", session_id=ctx.session_id)
+    assert call(reg, ctx, "deploy", {"target": "prod"}) == {"deployed": True}
+    assert ran == [{"target": "prod"}]
+    # Once means once: the next call asks again.
+    assert call(reg, ctx, "deploy", {"target": "prod"})["status"] == "approval_required"

@@ -109,3 +109,37 @@ def test_no_call_is_declared_lost_right_after_an_outage() -> None:
         fresh.client.close()
     finally:
         server.stop()
+
+
+def test_a_call_handed_to_a_worker_that_never_takes_it_is_lost_and_never_runs(
+    ledger: CallLedger,
+) -> None:
+    from worker.protocol.ledger import CLAIMED, DUPLICATE
+
+    assert ledger.claim("h1", "w1") == CLAIMED
+    assert ledger.hand_off("h1", "w2", "w3") is False  # only the claimant hands it on
+    assert ledger.hand_off("h1", "w1", "w2") is True
+    assert ledger.claim("h1", "w3") == DUPLICATE  # handed to w2: nobody else takes it
+    assert ledger.is_lost("h1") is False  # w2 has until its heartbeat lapses
+    ledger.client.delete(heartbeat_key("h1"))  # ... which it did: w2 died first
+    assert ledger.is_lost("h1") is True
+    assert declare_lost(ledger, "h1", None) is True
+    assert ledger.take_result("h1", 1.0) == lost_result("h1", None)
+    # A late w2 (it was only slow) finds the call answered and never runs it.
+    assert ledger.claim("h1", "w2") == DUPLICATE
+
+
+def test_a_handed_call_is_claimed_by_its_new_worker(ledger: CallLedger) -> None:
+    from worker.protocol.ledger import CLAIMED
+
+    assert ledger.claim("h2", "w1") == CLAIMED
+    assert ledger.hand_off("h2", "w1", "w2") is True
+    assert ledger.claim("h2", "w2") == CLAIMED
+    assert ledger.running_calls()["h2"] == "w2"
+
+
+def test_a_collected_result_is_kept_for_a_retry(ledger: CallLedger) -> None:
+    ledger.deliver("k1", '{"output": "once"}')
+    assert ledger.take_result("k1", 1.0) == '{"output": "once"}'
+    assert ledger.collected("k1") is True
+    assert ledger.answer("k1") == '{"output": "once"}'

@@ -1,0 +1,1 @@
+"""The ``daytona`` backend: Daytona sandboxes through the ``daytona`` SDK (``sbx[daytona]``)."""

@@ -1,0 +1,1 @@
+"""The ``modal`` backend (Modal Sandboxes through the ``modal`` SDK); see :mod:`.environment`."""

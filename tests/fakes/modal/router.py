@@ -1,0 +1,98 @@
+"""The fake task command router: the exec RPCs the pinned SDK sends for ``Sandbox.exec``.
+
+``TaskExecStart`` runs the command for real in the sandbox's jail;
+``TaskExecStdioRead`` streams its stdout or stderr from a byte offset until
+the stream ends; ``TaskExecStdinWrite`` feeds stdin at an offset (replays are
+skipped, EOF closes it); ``TaskExecWait``/``TaskExecPoll`` report the exit as
+a code or a signal. Each call checks the sandbox's JWT. A task whose sandbox
+has finished is NOT_FOUND; input to a process that no longer takes it is
+FAILED_PRECONDITION, as Modal's worker answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from grpclib import GRPCError, Status
+from grpclib.server import Stream
+from modal_proto import task_command_router_grpc
+from modal_proto import task_command_router_pb2 as sr
+
+from .jail import Exec
+from .service import FakeModal, FakeSandbox, unimplemented_rest
+
+
+@unimplemented_rest
+class Router(task_command_router_grpc.TaskCommandRouterBase):
+    def __init__(self, service: FakeModal) -> None:
+        self.service = service
+
+    async def _request(self, stream: Stream[Any, Any], method: str) -> tuple[Any, FakeSandbox]:
+        request = await stream.recv_message()
+        assert request is not None
+        self.service.record(method, request)
+        return request, self.service.check_router(stream, request.task_id)
+
+    @staticmethod
+    def _exec(sandbox: FakeSandbox, exec_id: str) -> Exec:
+        run = sandbox.jail.execs.get(exec_id)
+        if run is None:
+            raise GRPCError(Status.NOT_FOUND, f"exec {exec_id} not found")
+        return run
+
+    async def TaskExecStart(self, stream: Stream[Any, Any]) -> None:
+        req, sandbox = await self._request(stream, "TaskExecStart")
+        if req.HasField("pty_info"):
+            raise GRPCError(Status.UNIMPLEMENTED, "the fake Modal runs no exec on a pty")
+        if req.exec_id not in sandbox.jail.execs:
+            env = dict(req.env)
+            for source in req.secret_sources:
+                env.update(source.env.contents)
+            await sandbox.jail.exec(
+                req.exec_id,
+                list(req.command_args),
+                workdir=req.workdir,
+                env=env,
+                stdout=req.stdout_config == sr.TASK_EXEC_STDOUT_CONFIG_PIPE,
+                stderr=req.stderr_config == sr.TASK_EXEC_STDERR_CONFIG_PIPE,
+                timeout=req.timeout_secs,
+            )
+        await stream.send_message(sr.TaskExecStartResponse())
+
+    async def TaskExecStdioRead(self, stream: Stream[Any, Any]) -> None:
+        req, sandbox = await self._request(stream, "TaskExecStdioRead")
+        run = self._exec(sandbox, req.exec_id)
+        stdout = req.file_descriptor == sr.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT
+        output = run.stdout if stdout else run.stderr
+        offset = req.offset
+        while (chunks := await output.chunks_from(offset)) is not None:
+            for chunk in chunks:
+                await stream.send_message(sr.TaskExecStdioReadResponse(data=chunk))
+                offset += len(chunk)
+
+    async def TaskExecStdinWrite(self, stream: Stream[Any, Any]) -> None:
+        req, sandbox = await self._request(stream, "TaskExecStdinWrite")
+        run = self._exec(sandbox, req.exec_id)
+        try:
+            await run.write_stdin(req.offset, req.data, req.eof)
+        except BrokenPipeError as exc:
+            raise GRPCError(Status.FAILED_PRECONDITION, f"stdin of exec is closed: {exc}") from None
+        await stream.send_message(sr.TaskExecStdinWriteResponse())
+
+    async def TaskExecWait(self, stream: Stream[Any, Any]) -> None:
+        req, sandbox = await self._request(stream, "TaskExecWait")
+        run = self._exec(sandbox, req.exec_id)
+        await asyncio.shield(run.exited.wait())
+        await stream.send_message(sr.TaskExecWaitResponse(**_exit_status(run)))
+
+    async def TaskExecPoll(self, stream: Stream[Any, Any]) -> None:
+        req, sandbox = await self._request(stream, "TaskExecPoll")
+        run = self._exec(sandbox, req.exec_id)
+        status = _exit_status(run) if run.exited.is_set() else {}
+        await stream.send_message(sr.TaskExecPollResponse(**status))
+
+
+def _exit_status(run: Exec) -> dict[str, int]:
+    code = run.returncode if run.returncode is not None else -1
+    return {"signal": -code} if code < 0 else {"code": code}

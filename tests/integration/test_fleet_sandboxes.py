@@ -1,0 +1,164 @@
+"""Remote sandboxes on a fleet (docker on a shared engine, ssh): a session re-attaches to
+its sandbox on another worker, background processes outlive their worker and get their
+true exit status and receipt from the adopter, reapers leave leased sandboxes alone."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from tests.fixtures_backends import DOCKER_IMAGES, SSHServer
+from tests.fixtures_fleet import Fleet
+from tests.helpers import wait_until
+from worker.client import SandboxClient
+from worker.protocol.leases import lease_key
+
+FAST = {"SBX_LOST_AFTER": "3", "SBX_HEARTBEAT_INTERVAL": "0.3"}
+
+
+def run(client: SandboxClient, command: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(client.tool_call("terminal", {"command": command}))
+    return result
+
+
+def holder(fleet: Fleet, session_id: str) -> int:
+    """Index of the worker holding the session's lease."""
+    ledger = redis.Redis.from_url(fleet.ledger_url or fleet.broker_url, decode_responses=True)
+    worker_id = ledger.get(lease_key(session_id))
+    assert worker_id is not None
+    return fleet.index_of(int(str(worker_id).rpartition(":")[2]))
+
+
+@pytest.fixture(params=["docker", "ssh"])
+def remote_fleet(request: pytest.FixtureRequest, fleet_of: Any) -> Iterator[Fleet]:
+    """Three workers serving sessions in docker containers on one engine, or on one host
+    over ssh."""
+    if request.param == "docker":
+        client = request.getfixturevalue("docker_client_ready")
+        env = {"SBX_BACKEND": "docker", "SBX_DOCKER_IMAGE": DOCKER_IMAGES["busybox"]}
+        fleet: Fleet = fleet_of(3, **env, **FAST)
+        yield fleet
+        api = client.api
+        for c in api.containers(all=True, filters={"label": ["sbx=1"]}):
+            if str(c["Labels"].get("sbx.session", "")).startswith("fl-"):
+                api.remove_container(c["Id"], force=True)
+        return
+    server: SSHServer = request.getfixturevalue("sshd_server")
+    env = {
+        "SBX_BACKEND": "ssh",
+        "SBX_SSH_HOST": server.host,
+        "SBX_SSH_PORT": str(server.port),
+        "SBX_SSH_USER": server.user,
+        "SBX_SSH_KEY_FILE": server.key_file,
+        "SBX_SSH_KNOWN_HOSTS": server.known_hosts,
+        "SBX_SSH_USE_AGENT": "false",
+    }
+    fleet = fleet_of(3, **env, **FAST)
+    yield fleet
+
+
+def test_the_session_moves_with_its_sandbox_reattached(remote_fleet: Fleet) -> None:
+    session = "fl-move-" + secrets.token_hex(3)
+    client = remote_fleet.client(session)
+    scratch = f"/tmp/fleet-{session}"
+    made = run(client, f"mkdir -p {scratch} && cd {scratch} && echo data > kept")
+    assert made["exit_code"] == 0, made
+    made = run(client, "export MARK='kept across'")
+    assert made["exit_code"] == 0, made
+    first = holder(remote_fleet, session)
+    remote_fleet.kill(first)
+    moved = run(client, 'echo "$PWD:$MARK"; cat kept')
+    assert moved["output"] == f"{scratch}:kept across\ndata\n", moved
+    assert moved["session_moved"] is True
+    assert holder(remote_fleet, session) != first
+
+
+def test_a_background_process_outlives_its_worker_and_gets_its_receipt(
+    remote_fleet: Fleet,
+) -> None:
+    session = "fl-proc-" + secrets.token_hex(3)
+    client = remote_fleet.client(session)
+    gate = f"/tmp/fleet-go-{session}"
+    started = client.start(f"while [ ! -e {gate} ]; do sleep 0.1; done; echo done; exit 7")
+    remote_fleet.kill(holder(remote_fleet, session))
+    # Let the process end only now, through a call that re-homes the session.
+    assert run(client, f"touch {gate}")["exit_code"] == 0
+    final = client.wait(started.process_id, timeout=60)
+    assert (final.status, final.exit_code) == ("exited", 7)
+    receipt = client.receipt(started.process_id)
+    assert (receipt.exit_code, receipt.status) == (7, "exited")
+    assert "done" in receipt.output
+
+
+def test_reapers_leave_a_leased_sandbox_alone(
+    docker_client_ready: Any, fleet_of: Any
+) -> None:
+    """Every worker sweeps orphans every half second with a one-second idle limit: a
+    real orphan goes, the sandbox of a session a present worker serves stays."""
+    fleet: Fleet = fleet_of(
+        3,
+        SBX_BACKEND="docker",
+        SBX_DOCKER_IMAGE=DOCKER_IMAGES["busybox"],
+        SBX_ORPHAN_MAX_IDLE="1",
+        SBX_ORPHAN_SWEEP_INTERVAL="0.5",
+        **FAST,
+    )
+    api = docker_client_ready.api
+    session = "fl-leased-" + secrets.token_hex(3)
+    client = fleet.client(session)
+    assert run(client, "echo hi > /tmp/mine")["exit_code"] == 0
+    label = {"label": [f"sbx.session={session}"]}
+    mine = [c["Id"] for c in api.containers(filters=label)]
+    assert len(mine) == 1
+    orphan = api.create_container(
+        DOCKER_IMAGES["busybox"],
+        command=["sleep", "3600"],
+        labels={"sbx": "1", "sbx.session": "fl-orphan-" + secrets.token_hex(3)},
+    )
+    api.start(orphan["Id"])
+
+    def orphan_gone() -> bool:
+        return not api.containers(all=True, filters={"id": orphan["Id"]})
+
+    wait_until(orphan_gone, 120, "the orphan to be swept")
+    # Sweeps ran on every worker meanwhile; the leased session's container is intact.
+    assert [c["Id"] for c in api.containers(filters=label)] == mine
+    assert run(client, "cat /tmp/mine")["output"] == "hi\n"
+
+
+def test_a_dead_workers_foreground_command_is_ended_by_another_workers_reaper(
+    docker_client_ready: Any, fleet_of: Any
+) -> None:
+    fleet: Fleet = fleet_of(
+        3, SBX_BACKEND="docker", SBX_DOCKER_IMAGE=DOCKER_IMAGES["busybox"], **FAST
+    )
+    api = docker_client_ready.api
+    session = "fl-stale-" + secrets.token_hex(3)
+    client = fleet.client(session)
+    assert run(client, "true")["exit_code"] == 0
+    (container,) = api.containers(filters={"label": [f"sbx.session={session}"]})
+    marker = "sleep 3" + secrets.token_hex(2).translate(str.maketrans("abcdef", "123456"))
+
+    def stale_running() -> bool:
+        return any(marker in " ".join(p) for p in api.top(container["Id"])["Processes"])
+
+    def long_call() -> None:
+        with contextlib.suppress(Exception):  # its worker is killed under it
+            client.tool_call("terminal", {"command": marker}, wait=60)
+
+    caller = threading.Thread(target=long_call, daemon=True)
+    caller.start()
+    wait_until(stale_running, 60, "the long command to run in the container")
+    fleet.kill(holder(fleet, session))
+    # No call of the session comes: a surviving worker's reaper declares the call lost,
+    # takes the session over and ends the command the dead worker left running.
+    wait_until(lambda: not stale_running(), 120, "the stale command to be ended")
+    moved = run(client, "echo here")
+    assert moved["output"] == "here\n" and moved["session_moved"] is True

@@ -1,0 +1,173 @@
+"""This worker's leases: which sessions it serves, and carrying their state across workers.
+
+Contracts:
+
+* :meth:`SessionLeases.admit` decides, before a call is claimed, whether this
+  worker serves its session: it keeps a lease it holds (no round trip while
+  its presence has not lapsed), takes over a free or expired one atomically,
+  or names the queue of the present worker that holds it (the caller hands the
+  call over there).
+* A session taken over from another worker is *moved*: :meth:`SessionLeases.rehome`
+  rebuilds it in its sandbox (re-attached by the backend, which finds a remote
+  sandbox again by its deterministic name) with the recorded cwd and exported
+  variables, ends the previous worker's stale shell where this worker can
+  reach it, and says what could not be restored.
+* After a call, :meth:`SessionLeases.record` stores the session's state when it
+  changed (one write, none when nothing changed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+
+from environments.base import Environment, ShellIdentity, ShellState
+from environments.pool import SandboxPool
+from worker.protocol.leases import Acquired, LeaseBook, SessionState
+
+log = logging.getLogger(__name__)
+
+
+class SessionLeases:
+    """The leases of worker ``worker_id`` (own queue ``own_queue``) in ``book``."""
+
+    def __init__(self, book: LeaseBook, worker_id: str, own_queue: str) -> None:
+        self.book = book
+        self.worker_id = worker_id
+        self.own_queue = own_queue
+        self._held: set[str] = set()
+        self._recorded: dict[str, str] = {}
+        self._taken: dict[str, tuple[str, list[str]]] = {}
+        """Sessions this worker took over before any call of theirs came (a lost call's
+        session): the previous holder and what the move said, told with the next call."""
+        self._lock = threading.Lock()
+
+    # -- presence ----------------------------------------------------------------------
+
+    def announce(self) -> None:
+        """Renew this worker's presence (its heartbeat). If it had lapsed, other workers
+        may have taken its sessions: every lease is checked again on its next call."""
+        if not self.book.announce(self.worker_id, self.own_queue):
+            with self._lock:
+                self._held.clear()
+
+    def withdraw(self) -> None:
+        """Give up every lease and the presence (graceful shutdown)."""
+        with self._lock:
+            held, self._held = set(self._held), set()
+        for session_id in held:
+            try:
+                self.book.release(session_id, self.worker_id)
+            except Exception:
+                log.warning("could not release the lease of a session", exc_info=True)
+        self.book.withdraw(self.worker_id)
+
+    # -- leases ------------------------------------------------------------------------
+
+    def admit(self, session_id: str) -> Acquired:
+        """Serve ``session_id`` here (``mine``), or the queue of the worker that does."""
+        with self._lock:
+            if session_id in self._held:
+                taken = self._taken.get(session_id)
+                return Acquired(mine=True, taken_over_from=taken[0] if taken else None)
+        outcome = self.book.acquire(session_id, self.worker_id)
+        if outcome.mine:
+            with self._lock:
+                self._held.add(session_id)
+            if outcome.taken_over_from is None:
+                state = self.book.state(session_id)
+                if state is not None and state.worker != self.worker_id:
+                    # The previous holder released it (shutdown, idle): still a move.
+                    return Acquired(mine=True, taken_over_from=state.worker)
+        return outcome
+
+    def release(self, session_id: str) -> None:
+        """This worker no longer serves ``session_id`` (its sandboxes here are closed)."""
+        with self._lock:
+            self._held.discard(session_id)
+            self._recorded.pop(session_id, None)
+        self.book.release(session_id, self.worker_id)
+
+    def holds(self, session_id: str) -> bool:
+        with self._lock:
+            return session_id in self._held
+
+    def serves_elsewhere(self, session_id: str) -> bool:
+        """True while another present worker holds the session's lease."""
+        holder = self.book.holder(session_id)
+        return holder is not None and holder != self.worker_id and self.book.present(holder)
+
+    # -- session state -----------------------------------------------------------------
+
+    def record(self, session_id: str, backend: str, env: Environment) -> None:
+        """Store the session's state after a call, if it changed since the last record."""
+        state = env.session_state()
+        if state is None:
+            return
+        shell = env.shell_identity()
+        record = SessionState(
+            worker=self.worker_id,
+            backend=backend,
+            sandbox_id=env.sandbox_id,
+            cwd=state.cwd,
+            env=state.env,
+            shell_pid=shell.pid if shell else None,
+            shell_start=shell.start_time if shell else None,
+        )
+        digest = hashlib.sha256(record.model_dump_json().encode()).hexdigest()
+        with self._lock:
+            if self._recorded.get(session_id) == digest:
+                return
+        self.book.record(session_id, record)
+        with self._lock:
+            self._recorded[session_id] = digest
+
+    def take_over(self, session_id: str, pool: SandboxPool) -> bool:
+        """Serve now the session of a call whose worker died (its lease lapsed), ending in
+        its sandbox what that worker left running; the session's next call says it moved.
+        False when another present worker serves it, or nothing is known of it."""
+        state = self.book.state(session_id)
+        if state is None or state.worker == self.worker_id:
+            return False
+        outcome = self.admit(session_id)
+        if not outcome.mine or outcome.taken_over_from is None:
+            return False
+        with pool.use(session_id, state.backend) as env:
+            notes = self.rehome(session_id, state.backend, env)
+        with self._lock:
+            self._taken[session_id] = (outcome.taken_over_from, notes)
+        log.info("took over a session of absent worker %s", outcome.taken_over_from)
+        return True
+
+    def rehome(self, session_id: str, backend: str, env: Environment) -> list[str]:
+        """Continue a moved session in ``env``; what could not be restored, one line each."""
+        with self._lock:
+            taken = self._taken.pop(session_id, None)
+        if taken is not None:
+            return taken[1]  # rebuilt already, when this worker took it over
+        state = self.book.state(session_id)
+        if state is None:
+            return ["no recorded state: the session starts afresh"]
+        problems: list[str] = []
+        if state.backend != backend:
+            return [f"the session's state was recorded on the {state.backend!r} backend"]
+        sandbox_id = env.attach()
+        same_sandbox = sandbox_id == state.sandbox_id or (
+            env.processes_on_worker_host and _host(state.worker) == _host(self.worker_id)
+        )
+        if state.shell_pid is not None and same_sandbox:
+            # A foreground command of the dead worker may still run there: end it.
+            stale = ShellIdentity(pid=state.shell_pid, start_time=state.shell_start)
+            if env.end_stale_shell(stale):
+                problems.append("a command the previous worker was running here was ended")
+        if not same_sandbox and not env.processes_on_worker_host:
+            problems.append(
+                f"the sandbox {state.sandbox_id} is gone; files and processes in it are lost"
+            )
+        env.restore_session_state(ShellState(cwd=state.cwd, env=state.env))
+        return problems
+
+
+def _host(worker_id: str) -> str:
+    return worker_id.rpartition(":")[0]
