@@ -7,6 +7,7 @@ no binds, the key in ``SBX_HOME`` (and, for one test, in ``SBX_SECRET_KEY``).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shlex
@@ -53,6 +54,12 @@ def jailed(sbx_home: Path, start_worker: Any, tmp_path: Path) -> Iterator[Any]:
         c.close()
 
 
+def spelled(path: Path | str) -> str:
+    """A shell word that expands to ``path`` without naming it: an attacker's spelling,
+    which the approval policy's path rules do not see (these tests are about the jail)."""
+    return f'"$(echo {base64.b64encode(str(path).encode()).decode()} | base64 -d)"'
+
+
 def run(c: SandboxClient, command: str, **args: Any) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(c.tool_call("terminal", {"command": command, **args}))
     return result
@@ -79,7 +86,7 @@ def test_signing_key_is_out_of_reach(jailed: Any, sbx_home: Path) -> None:
     c = jailed(SBX_SECRET_KEY=ENV_KEY)()
     key = (sbx_home / "secret.key").read_text().strip()
     attempts = (
-        f"cat {sbx_home}/secret.key; ls -la {sbx_home}; "
+        f"cat {spelled(sbx_home / 'secret.key')}; ls -la {spelled(sbx_home)}; "
         f"grep -rs {ENV_KEY[:16]} /proc/*/environ /proc/*/cmdline; env; "
         f"find / -xdev -name secret.key 2>/dev/null"
     )
@@ -132,11 +139,16 @@ def test_embedded_broker_socket_is_out_of_reach(jailed: Any, sbx_home: Path) -> 
 def test_config_yaml_cannot_be_written(jailed: Any, sbx_home: Path) -> None:
     c = jailed()()
     config = sbx_home / "config.yaml"
-    # Appending and a script's open() are no overwrite the approval policy would stop
-    # first: only the jail stands between them and the worker's config.
-    write = f"open({str(config)!r}, 'a').write('approvals: {{mode: off}}\\n')"
-    out = run(c, f"printf 'approvals: {{mode: off}}\\n' >> {config}; echo rc=$?; "
-                 f"python3 -c {shlex.quote(write)}; echo rc=$?")["output"]  # fmt: skip
+    # A write the approval policy cannot see (a dynamic redirect it would stop first):
+    # only the jail stands between it and the worker's config.
+    write = (
+        f"path = bytes.fromhex({str(config).encode().hex()!r}).decode()\n"
+        "try:\n"
+        "    open(path, 'a').write('approvals: {mode: off}\\n'); print('rc=0')\n"
+        "except OSError as e:\n"
+        "    print('rc=1', e.strerror)\n"
+    )
+    out = run(c, f"python3 -c {shlex.quote(write)}")["output"]
     assert "rc=0" not in out and "No such file or directory" in out
     assert not config.exists()
     assert run(c, "printf 'mine\\n' >> config.yaml && cat config.yaml")["output"] == "mine\n"

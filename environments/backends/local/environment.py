@@ -35,7 +35,7 @@ from environments.backends.local.spawn import PLAIN_WRAPPER, jailed_wrapper, sta
 from environments.backends.local.tree import group_of, host_pgid, kill_tree, running
 from environments.base import HeadTrim, ShellIdentity, SpawnedProcess
 from environments.config import BackendConfig, config_of
-from environments.errors import BackendUnavailable, WorkdirNotFound
+from environments.errors import BackendUnavailable, SandboxDead, WorkdirNotFound
 from environments.procinfo import boot_id, process_start_time
 from environments.sanitize import sandbox_environment
 from environments.shell.driver import SessionShell
@@ -122,7 +122,12 @@ class LocalEnvironment(ShellEnvironment):
                     close_fds=True,
                     pass_fds=(lock, args_fd, theirs.fileno()),
                 )
-            socket.send_fds(ours, [b"."], [to_shell_r, from_shell_w])
+            try:
+                socket.send_fds(ours, [b"."], [to_shell_r, from_shell_w])
+            except OSError as exc:  # the jail ended before its init took the pipes
+                proc.wait(timeout=30)
+                why = self.jail.dirs.jail_log() or str(exc)
+                raise SandboxDead(f"the session shell could not start: {why}") from None
         except BaseException:
             os.close(to_shell)
             os.close(from_shell)
