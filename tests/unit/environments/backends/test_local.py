@@ -289,3 +289,20 @@ def test_killed_shell_with_a_lingering_job_is_replaced(env: LocalEnvironment) ->
     env.exec("kill -9 $$")
     r = env.exec('echo "$KEEP"', timeout=30)
     assert (r.output, r.exit_code, r.shell_restarted) == ("2\n", 0, True)
+
+
+def test_a_resting_session_keeps_its_state_in_a_new_shell(tmp_path: Path) -> None:
+    env = LocalEnvironment("rest", LocalConfig(cwd=str(tmp_path)))
+    try:
+        (tmp_path / "sub").mkdir()
+        assert env.exec("cd sub && export KEPT='a b'").exit_code == 0
+        before = env.shell_identity()
+        env.rest()
+        assert env.shell_identity() is None  # no shell while it rests
+        result = env.exec('echo "$KEPT"; pwd')
+        assert result.output == f"a b\n{tmp_path / 'sub'}\n"
+        assert not result.shell_restarted  # planned: nothing to tell the model
+        after = env.shell_identity()
+        assert before is not None and after is not None and after.pid != before.pid
+    finally:
+        env.close()
