@@ -76,7 +76,7 @@ class LocalEnvironment(ShellEnvironment):
                     f"{why}; the local backend runs nothing without its jail unless the "
                     f"operator sets SBX_LOCAL_ISOLATION=none ({NO_ISOLATION})"
                 )
-            self.jail = Jail(self.config, session_id, self._cwd, self._env.get("HOME", ""))
+            self.jail = self._make_jail(session_id)
             jail_files = JailFiles(self.jail.mounts)
             self._cwd = self.jail.workspace
             self._env = self.jail.environment(self._env)
@@ -86,6 +86,18 @@ class LocalEnvironment(ShellEnvironment):
         """Process groups of the running command: the jail's number -> the host's."""
         self._channel: PipeChannel | None = None
         self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)
+
+    def _make_jail(self, session_id: str) -> Jail:
+        """The session's jail. Without a configured workspace, a worker's cwd that may not
+        be one (``/``, its ``SBX_HOME``, its home: where services start) is left out and
+        the session starts in its own home; a configured one that may not is an error."""
+        home = self._env.get("HOME", "")
+        try:
+            return Jail(self.config, session_id, self._cwd, home)
+        except BackendUnavailable:
+            if self.config.cwd is not None:
+                raise
+            return Jail(self.config, session_id, None, home)
 
     # -- the session shell ---------------------------------------------------------------
 

@@ -95,18 +95,23 @@ def _real(path: str) -> str:
 class Jail:
     """The jail of one session: its directories, mounts and bubblewrap command lines.
 
-    ``workspace`` is the host directory bound read-write at its own path; ``home`` the
-    path ``$HOME`` has inside. Raises :class:`BackendUnavailable` when the layout would
-    expose what it must hide (a workspace that is ``/``, ``/tmp``, ``$HOME`` or inside a
-    hidden path) or a bind is missing.
+    ``workspace`` is the host directory bound read-write at its own path (None: none,
+    the session starts in its home); ``home`` the path ``$HOME`` has inside. Raises
+    :class:`BackendUnavailable` when the layout would expose what it must hide (a
+    workspace that is ``/``, ``/tmp``, ``$HOME`` or inside a hidden path) or a bind is
+    missing.
     """
 
-    def __init__(self, config: LocalConfig, session_id: str, workspace: str, home: str) -> None:
+    def __init__(
+        self, config: LocalConfig, session_id: str, workspace: str | None, home: str
+    ) -> None:
         self.config = config
         state = Path(config.state_dir) if config.state_dir else default_state_dir()
         self.dirs = SessionDirs.create(state, session_id)
         self.home = home if posixpath.isabs(home) and home != "/" else "/home/sbx"
-        self.workspace = _real(workspace)
+        self.workspace = _real(workspace) if workspace else self.home
+        """Where the session starts: the workspace, else its home."""
+        self._workspace_bind = workspace is not None
         self.mounts = self._layout()
 
     # -- layout ------------------------------------------------------------------------
@@ -114,7 +119,7 @@ class Jail:
     def _layout(self) -> list[Mount]:
         cfg = self.config
         mounts = self._base()
-        binds = [Mount("bind", self.workspace, self.workspace)]
+        binds = [Mount("bind", self.workspace, self.workspace)] if self._workspace_bind else []
         binds += [Mount("bind", p, p) for p in map(_real, cfg.binds)]
         binds += [Mount("ro-bind", p, p) for p in map(_real, cfg.ro_binds)]
         hidden = [_real(p) for p in (*cfg.hide, str(self.dirs.root.parent))]

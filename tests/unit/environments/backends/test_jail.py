@@ -228,3 +228,19 @@ def test_a_stale_jailed_shell_is_ended_by_its_hosts_numbers(
         assert successor.exec("echo still here").output == "still here\n"
     finally:
         successor.close()
+
+
+def test_a_worker_cwd_that_may_not_be_a_workspace_is_left_out(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Services start in / (systemd) or in their SBX_HOME (the image): sessions then start in
+    their own home; a configured workspace like that is refused."""
+    monkeypatch.chdir("/")
+    e = LocalEnvironment("svc", LocalConfig(state_dir=str(state)))
+    try:
+        out = e.exec("pwd; ls /srv /opt 2>&1 | grep -c 'No such'").output
+        assert out == f"{e._env['HOME']}\n2\n"  # its home; nothing of the host's /
+    finally:
+        e.close()
+    with pytest.raises(BackendUnavailable, match="SBX_LOCAL_CWD"):
+        LocalEnvironment("svc", LocalConfig(cwd="/", state_dir=str(state)))
