@@ -10,9 +10,23 @@ so :meth:`BackendConfig.public_view` (what ``sbx doctor`` shows) masks them.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, SecretStr
+
+
+class WorkerContext(BaseModel):
+    """What a worker tells every backend's config about itself (``BackendConfig.for_worker``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state_dir: str
+    """A private directory (0700, outside ``SBX_HOME``) for this backend's per-session state."""
+    private_paths: tuple[str, ...] = ()
+    """The worker's own files and directories (``SBX_HOME``, spool, sockets): no sandbox
+    may see them."""
+    forward_env: tuple[str, ...] = ()
+    """Worker variables the operator forwards into sandboxes (``SBX_FORWARD_ENV``)."""
 
 
 class BackendConfig(BaseModel):
@@ -28,6 +42,12 @@ class BackendConfig(BaseModel):
         credentials)."""
         view: dict[str, Any] = _mask(self.model_dump(mode="python"))
         return view
+
+    def for_worker(self, context: WorkerContext) -> Self:
+        """This config completed with what the worker knows about itself; backends that
+        keep state on the worker's host or pass its variables on override it. Default:
+        unchanged."""
+        return self
 
 
 def _mask(value: Any) -> Any:

@@ -23,9 +23,10 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
 
-from environments.base import Environment, ExecResult
+from environments.base import Environment, ExecResult, SpawnedProcess
 from environments.errors import WorkdirNotFound
 
 Factory = Callable[[str], Environment]
@@ -67,6 +68,15 @@ def wait_in_sandbox(env: Environment, condition: str, seconds: float = 30.0) -> 
         f'i=0; until {condition}; do i=$((i+1)); [ "$i" -gt {rounds} ] && exit 1; sleep 0.05; done'
     )
     return run(env, script, timeout=seconds + 30).exit_code == 0
+
+
+def wait_ended(env: Environment, process: SpawnedProcess, seconds: float = 30.0) -> None:
+    """Poll ``is_running`` until ``process`` ended or ``seconds`` pass: a sandbox whose
+    background processes live in namespaces of their own does not show them in its
+    ``/proc``, so the in-sandbox wait alone proves nothing there."""
+    deadline = time.monotonic() + seconds
+    while env.is_running(process) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def count_processes(env: Environment, needle: str) -> int:
@@ -270,6 +280,7 @@ def check_background(make: Factory) -> None:
         assert wait_in_sandbox(
             env, f"! [ -d /proc/{slow.pid} ] || grep -q '^State:.*Z' /proc/{slow.pid}/status"
         )
+        wait_ended(env, slow)
         assert not env.is_running(slow)
         # A handle whose start time does not match is never signalled.
         other = env.spawn(

@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import hashlib
 import logging
 import os
 import secrets
 import signal
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -59,6 +57,7 @@ from .models import (
 )
 from .output_cap import DEFAULT_PROCESS_OUTPUT_CAP, CapState, OutputCapSweeper, validate_cap
 from .receipts import DEFAULT_MAX_AGE, DEFAULT_MAX_COUNT, ReceiptStore
+from .runtime_dir import runtime_dir
 from .sessions import validate_session_id
 from .tokens.sealer import Sealer
 from .tracking import (
@@ -137,10 +136,7 @@ class ProcessTable:
         self.redact_live = redact_live
         self.output_cap = validate_cap(output_cap)
         # Raw output is unredacted: keep it out of SBX_HOME, in a private per-home spool.
-        tag = hashlib.sha256(str(self.home.resolve()).encode()).hexdigest()[:12]
-        self.spool = ensure_private_dir(
-            spool_dir or Path(tempfile.gettempdir()) / f"sbx-{os.getuid()}-{tag}"
-        )
+        self.spool = ensure_private_dir(spool_dir or runtime_dir(self.home) / "spool")
         self._lock = threading.Lock()
         self._live: dict[str, Tracked] = {}
         self._finished: OrderedDict[str, Tracked] = OrderedDict()

@@ -5,7 +5,8 @@ reached are a *failure* in CI (``CI`` set) and a skip with the reason locally:
 
 * docker: a Docker engine with the images built by ``tests/services/docker.sh``;
 * ssh: a real ``/usr/sbin/sshd`` started here on 127.0.0.1 with its own host key;
-* apptainer: ``tests/fakes/apptainer`` (runs instances under bubblewrap) first on PATH.
+* apptainer: ``tests/fakes/apptainer`` (runs instances under bubblewrap) first on PATH;
+* local_jail: bubblewrap able to make the local backend's jail (user namespaces).
 
 Each ``*_factory`` fixture returns ``make(session_id) -> Environment`` and closes
 what it made at teardown.
@@ -65,12 +66,36 @@ class _Tracker:
 # -- local ----------------------------------------------------------------------
 
 
-@pytest.fixture
-def local_factory(tmp_path: Path) -> Iterator[Factory]:
+def require_jail() -> None:
+    """Fail in CI, skip elsewhere, when the local backend's jail cannot be made here."""
+    from environments.backends.local.config import LocalConfig
+    from environments.backends.local.jail import probe
+
+    ok, why = probe(LocalConfig())
+    if not ok:
+        unavailable(why)
+
+
+def make_local_factory(tmp_path: Path, **settings: Any) -> _Tracker:
     from environments.backends.local.environment import LocalConfig, LocalEnvironment
 
-    config = LocalConfig(cwd=str(tmp_path), kill_grace=KILL_GRACE)
-    tracker = _Tracker(lambda sid: LocalEnvironment(sid, config=config))
+    config = LocalConfig(cwd=str(tmp_path), kill_grace=KILL_GRACE, **settings)
+    return _Tracker(lambda sid: LocalEnvironment(sid, config=config))
+
+
+@pytest.fixture
+def local_factory(tmp_path: Path) -> Iterator[Factory]:
+    """The local backend without a jail (``isolation: none``)."""
+    tracker = make_local_factory(tmp_path, isolation="none")
+    yield tracker
+    tracker.close_all()
+
+
+@pytest.fixture
+def local_jail_factory(tmp_path: Path) -> Iterator[Factory]:
+    """The local backend in its bubblewrap jail (the default), network ``none``."""
+    require_jail()
+    tracker = make_local_factory(tmp_path, isolation="bwrap")
     yield tracker
     tracker.close_all()
 
@@ -348,7 +373,7 @@ def apptainer_factory(fake_apptainer: Path, apptainer_rootfs: Path) -> Iterator[
 
 # -- every backend --------------------------------------------------------------
 
-BACKENDS = ["local", "docker", "docker_bash", "ssh", "apptainer"]
+BACKENDS = ["local", "local_jail", "docker", "docker_bash", "ssh", "apptainer"]
 
 
 @pytest.fixture(params=BACKENDS)

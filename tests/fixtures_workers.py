@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import getpass
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,10 +49,20 @@ def broker_url(request: pytest.FixtureRequest, sbx_home: Path) -> str | None:
     return url
 
 
+def shared_test_dirs() -> list[str]:
+    """Directories tests share with sandboxes (pytest's temporary directories): bound
+    into the local backend's jail, which otherwise has a /tmp of its own."""
+    root = Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"
+    return [str(root)] if root.is_dir() else []
+
+
 def worker_env(home: Path, broker_url: str | None, **extra: str) -> dict[str, str]:
+    """A worker's environment: ``SBX_HOME``, the broker, pytest's temporary directories
+    visible in the local jail (``SBX_LOCAL_BINDS``), then ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SBX_")}
     env["SBX_HOME"] = str(home)
     env["PYTHONPATH"] = str(REPO)
+    env["SBX_LOCAL_BINDS"] = json.dumps(shared_test_dirs())
     if broker_url:
         env["SBX_BROKER_URL"] = broker_url
     env.update(extra)

@@ -35,6 +35,7 @@ from pydantic import (
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
@@ -170,6 +171,21 @@ def _hide_mcp_secrets(value: Any) -> Any:
     return out
 
 
+def _name_list(value: Any) -> Any:
+    """``NAME,NAME`` (a variable) or a YAML list, as a tuple of names."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
+NameList = Annotated[
+    tuple[Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], ...],
+    NoDecode,
+    BeforeValidator(_name_list),
+]
+"""Names given as ``A,B`` in a variable or as a list in config.yaml."""
+
+
 McpServers = Annotated[
     dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")], McpServerSettings],
     BeforeValidator(_hide_mcp_secrets),
@@ -191,6 +207,12 @@ class Settings(BaseSettings):
     secret_key: SecretStr | None = None
     """One signing key (it signs; keys under ``home/keys`` still verify)."""
     backend: str = "local"
+    allowed_backends: NameList | None = None
+    """Backends this worker serves (``SBX_ALLOWED_BACKENDS=local,docker``); a call naming
+    another is ``denied`` before anything is created. Unset: ``backend`` alone."""
+    forward_env: NameList = ()
+    """Worker variables passed into sandboxes (``SBX_FORWARD_ENV=NAME,...``); nothing else
+    of the worker's environment but a credential-free baseline reaches any sandbox."""
     session_id: str | None = None
     session_token: SecretStr | None = None
     child_session_token: SecretStr | None = None

@@ -21,11 +21,11 @@ import shutil
 import subprocess
 from typing import Literal
 
-from environments.backends.local.environment import PipeChannel
+from environments.backends.local.channel import PipeChannel
 from environments.base import ExecResult
 from environments.config import BackendConfig, config_of
 from environments.errors import BackendUnavailable, SandboxDead, SandboxError
-from environments.sanitize import sandbox_environment
+from environments.sanitize import client_environment
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell, ShellResult
 from environments.shell.environment import ShellEnvironment
@@ -81,7 +81,7 @@ class ApptainerEnvironment(scripts.HelperOps, ShellEnvironment):
         self.where = f"instance {self.name}"
         # The client process gets the worker's environment minus its secrets;
         # --containall cleans what reaches the instance anyway.
-        self._client_env = sandbox_environment(os.environ)
+        self._client_env = client_environment(os.environ)
         self._started = False
         self._killed: dict[int, set[int]] = {}
         self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)

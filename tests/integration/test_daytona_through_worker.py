@@ -35,6 +35,7 @@ def daytona_client(
         SBX_DAYTONA_API_URL=daytona_fake.api_url,
         SBX_DAYTONA_TARGET="us",
         SBX_DAYTONA_KILL_GRACE="0.5",
+        SBX_ALLOWED_BACKENDS="local,daytona",
     )
     client = SandboxClient(
         session_id=SESSION, backend="daytona", settings=settings_for(sbx_home, None)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import redis
 
+from process_registry.runtime_dir import runtime_dir
 from tests.fixtures_fleet import Fleet
 from tests.helpers import wait_until
 from worker.client import SandboxClient
@@ -35,9 +36,16 @@ def run(client: SandboxClient, command: str) -> dict[str, Any]:
     return result
 
 
-def worker_pid(client: SandboxClient) -> int:
-    """Pid of the worker whose session shell runs the session's commands."""
-    return int(run(client, "echo $PPID")["output"])
+def worker_pid(fleet: Fleet, client: SandboxClient) -> int:
+    """Pid of the worker whose session shell runs the session's commands. The jailed shell
+    sees no process of the worker, only its own mounts: each worker's home has its own
+    runtime directory, which holds the session directories of its jails."""
+    mounts = run(client, "cut -d' ' -f5 /proc/self/mountinfo")["output"].split()
+    for i, home in enumerate(fleet.homes):
+        runtime = f"{runtime_dir(home)}/"
+        if any(m.startswith(runtime) for m in mounts):
+            return fleet.pid(i)
+    raise AssertionError(f"no worker's runtime directory among the jail's mounts: {mounts}")
 
 
 def test_a_session_sees_its_state_on_every_call_and_no_other_session_does(
@@ -63,7 +71,7 @@ def test_racing_first_calls_of_a_new_session_end_with_one_lease(fleet: Fleet) ->
     def first_call(c: SandboxClient) -> None:
         try:
             start.wait(30)
-            pids.append(worker_pid(c))
+            pids.append(worker_pid(fleet, c))
         except BaseException as exc:  # reported below, not lost in the thread
             errors.append(exc)
 
@@ -83,22 +91,24 @@ def test_the_session_moves_when_its_worker_dies_with_its_cwd_and_environment(
 ) -> None:
     client = fleet.client("fleet-mover")
     assert run(client, "cd /tmp && export MARK='kept across'")["exit_code"] == 0
-    holder = fleet.index_of(worker_pid(client))
+    holder = fleet.index_of(worker_pid(fleet, client))
     fleet.kill(holder)
     moved = run(client, 'echo "$PWD:$MARK"')
     assert moved["output"] == "/tmp:kept across\n"
     assert moved["session_moved"] is True
-    assert fleet.index_of(worker_pid(client)) != holder
+    assert fleet.index_of(worker_pid(fleet, client)) != holder
     # Settled on its new worker: no further move.
     assert "session_moved" not in run(client, "true")
 
 
-def test_wait_during_a_worker_restart_answers_within_its_timeout(fleet_of: Any) -> None:
+def test_wait_during_a_worker_restart_answers_within_its_timeout(
+    fleet_of: Any, tmp_path: Path
+) -> None:
     """The process's worker is SIGKILLed and restarted on its home; a wait sent meanwhile
     answers with the process's end (adopted by the restarted worker) within its timeout."""
     fleet: Fleet = fleet_of(1, SBX_LOST_AFTER="3", SBX_HEARTBEAT_INTERVAL="0.3")
     client = fleet.client("fleet-waiter")
-    gate = fleet.homes[0] / "go"
+    gate = tmp_path / "go"  # a directory the sandbox shares with the test (not SBX_HOME)
     started = client.start(f"while [ ! -e {gate} ]; do sleep 0.1; done; exit 5")
     fleet.kill(0)
     gate.touch()
@@ -118,7 +128,7 @@ def test_sigterm_cancels_running_calls_after_the_grace_and_frees_the_session(
 ) -> None:
     fleet: Fleet = fleet_of(2, SBX_SHUTDOWN_GRACE="1", SBX_LOST_AFTER="3")
     client = fleet.client("fleet-graceful")
-    holder = fleet.index_of(worker_pid(client))
+    holder = fleet.index_of(worker_pid(fleet, client))
     started = tmp_path / "started"
     answers: list[dict[str, Any]] = []
     running = threading.Thread(

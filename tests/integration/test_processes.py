@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from process_registry.runtime_dir import runtime_dir
 from tests.fixtures_workers import sbx, settings_for
 from tests.helpers import files_containing, wait_until
 from worker.client import SandboxClient
@@ -275,5 +276,6 @@ def test_output_cap_bounds_the_spool_and_log_says_what_was_discarded(
         receipt = c.receipt(started.process_id)
         assert receipt.output_bytes == total and receipt.output.endswith("2600000\n")
         assert receipt.output.startswith(f"[... {chunk.offset} earlier bytes discarded")
-        spool = [p for p in Path("/tmp").glob(f"sbx-{os.getuid()}-*/{started.process_id}.out")]
+        # The spool is private to the home (never a predictable name in /tmp).
+        spool = list(runtime_dir(sbx_home).rglob(f"{started.process_id}.out"))
         assert len(spool) == 1 and spool[0].stat().st_blocks * 512 <= cap + (128 << 10)

@@ -29,6 +29,7 @@ def vercel_client(fake_vercel: Any, sbx_home: Path, start_worker: Any) -> Any:
         SBX_VERCEL_SANDBOX_PROJECT_ID=PROJECT_ID,
         SBX_VERCEL_SANDBOX_READ_VERCEL_ENV="false",
         SBX_VERCEL_SANDBOX_KILL_GRACE="0.5",
+        SBX_ALLOWED_BACKENDS="local,vercel_sandbox",
     )
     client = SandboxClient(
         session_id="vsess", backend="vercel_sandbox", settings=settings_for(sbx_home, None)

