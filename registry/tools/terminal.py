@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -80,23 +81,28 @@ def session_environment(ctx: ToolContext) -> dict[str, str] | None:
     return dict(state.env) if state is not None else None
 
 
+def approval_refusal(command: str, ctx: ToolContext) -> dict[str, Any] | None:
+    """The refusal of ``command`` by the worker's approval guard (None: it may run, or
+    there is no guard). Checked on every call, retries included: an allow may consume
+    a once-approval."""
+    guard = ctx.components.get("approval")
+    if guard is None:
+        return None
+    try:
+        decision = guard.check(
+            command, session_id=ctx.session_id, backend=ctx.backend, env=session_environment(ctx)
+        )
+    except CommandTooLong as exc:
+        return {"error": str(exc), "status": "invalid"}
+    refusal = decision.to_tool_result()
+    return None if refusal is None else dict(refusal)
+
+
 def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     """Run the command (or start it in the background) after the approval check."""
-    guard = ctx.components.get("approval")
-    if guard is not None:
-        # Checked on every call (retries included): an allow may consume a once-approval.
-        try:
-            decision = guard.check(
-                args.command,
-                session_id=ctx.session_id,
-                backend=ctx.backend,
-                env=session_environment(ctx),
-            )
-        except CommandTooLong as exc:
-            return {"error": str(exc), "status": "invalid"}
-        refusal = decision.to_tool_result()
-        if refusal is not None:
-            return dict(refusal)
+    refusal = approval_refusal(args.command, ctx)
+    if refusal is not None:
+        return refusal
     if args.background:
         processes = ctx.components.get("processes")
         if processes is None:
@@ -105,15 +111,21 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     timeout = min(args.timeout or ctx.default_timeout, ctx.max_timeout)
     # Leave the worker a moment to answer before the call's own deadline.
     timeout_s = max(0.1, min(float(timeout), ctx.remaining() - 0.5))
+    live = ctx.on_output
     try:
         with ctx.pool.use(ctx.session_id, ctx.backend) as env:
-            result = env.exec(
+            streams = live is not None and env.streams_output
+            # on_output only where the backend takes it (a plugin's exec may predate it)
+            run = functools.partial(env.exec, on_output=live) if streams else env.exec
+            result = run(
                 args.command,
                 workdir=args.workdir,
                 timeout=timeout_s,
                 output_limit=ctx.output_limit,
                 cancel=ctx.cancel,
             )
+        if live is not None and not streams and result.output:
+            live(result.output.encode())  # this backend cannot stream: all of it at the end
     except WorkdirNotFound as exc:
         return {"output": "", "exit_code": 1, "error": str(exc), "cwd": args.workdir or "",
                 "truncated": False, "duration_ms": 0}  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 import redis
@@ -25,6 +25,7 @@ from worker.errors import BrokerUnavailable
 from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger, declare_lost
 from worker.protocol.messages import ToolCallMessage
+from worker.protocol.streams import Piece
 from worker.protocol.tasks import TOOL_CALL_TASK
 from worker.settings import Settings
 
@@ -92,14 +93,22 @@ class CallSender:
         that goes away is waited for until the deadline (a worker holds a
         finished call's result until it can deliver it), then :class:`BrokerUnavailable`.
         """
+        answer = self._wait(call_id, wait, claimed=claimed, streamed=False)
+        assert not isinstance(answer, Piece)  # only a streamed wait returns pieces
+        return answer
+
+    def _wait(
+        self, call_id: str, wait: float, *, claimed: bool, streamed: bool
+    ) -> str | Piece | None:
+        """:meth:`wait_answer`; ``streamed``: a piece of the call's stream, as soon as one
+        comes, is an answer too."""
+        take = self.ledger.take_streamed if streamed else self.ledger.take_result
         deadline = time.monotonic() + wait
         backoff = _RECONNECT_FIRST_S
         while True:
             remaining = deadline - time.monotonic()
             try:
-                value = self.ledger.take_result(
-                    call_id, min(_LIVENESS_POLL_S, max(0.0, remaining))
-                )
+                value = take(call_id, min(_LIVENESS_POLL_S, max(0.0, remaining)))
                 if value is not None:
                     return value
                 if claimed and self.ledger.is_lost(call_id):
@@ -143,16 +152,39 @@ class CallSender:
         own queue, or None for the shared one); when that differs from where it was sent --
         the worker it was sent to is gone, or its session moved -- it is sent there again,
         with what is left of its deadline. The claim key makes a call run at most once
-        however often it was sent.
+        however often it was sent. Pieces of a streamed call's stream are passed over.
         """
+        exchange = self.exchange(message, queue, wait, reroute)
+        while True:
+            try:
+                next(exchange)  # a call without a stream yields nothing
+            except StopIteration as done:
+                result: str = done.value
+                return result
+
+    def exchange(
+        self,
+        message: ToolCallMessage,
+        queue: str | None,
+        wait: float,
+        reroute: Callable[[], str | None] | None = None,
+    ) -> Generator[Piece, None, str]:
+        """:meth:`call` that yields the pieces of the call's stream as they come (when
+        ``message.stream``) and returns its result."""
         self.send_call(message, queue)
         deadline = time.monotonic() + wait
         sent_to = queue
         while True:
             remaining = deadline - time.monotonic()
-            answer = self.wait_answer(
-                message.call_id, max(0.0, min(REROUTE_CHECK_S, remaining)), claimed=True
+            answer = self._wait(
+                message.call_id,
+                max(0.0, min(REROUTE_CHECK_S, remaining)),
+                claimed=True,
+                streamed=message.stream,
             )
+            if isinstance(answer, Piece):
+                yield answer
+                continue
             if answer is not None:
                 return answer
             remaining = deadline - time.monotonic()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any, Literal
 
 from celery import Celery
@@ -21,17 +21,21 @@ from process_registry.sessions import (
 )
 from worker.broker.connection import resolve_broker_url, resolve_ledger_url
 from worker.broker.sender import CallSender
-from worker.client.processes import ProcessClientMixin
-from worker.errors import ClientError, SessionRequired, TokenRequired
+from worker.client import files
+from worker.client.processes import ProcessClientMixin, parse_answer
+from worker.errors import CallError, ClientError, SessionRequired, TokenRequired
 from worker.identity import load_signer
 from worker.protocol.ledger import CallLedger
 from worker.protocol.messages import (
     ApprovalMessage,
     ApprovalResult,
+    FileInfo,
     TerminalResult,
     ToolCallMessage,
+    ToolDefinitions,
+    ToolsRequest,
 )
-from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, SESSION_TOOLS
+from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, SESSION_TOOLS, TOOLS_TASK
 from worker.settings import Settings, get_settings
 
 # Extra time a client waits beyond the command's own timeout.
@@ -62,6 +66,16 @@ def call_budget(args: Any, settings: Settings) -> float:
     if isinstance(args, dict) and isinstance(args.get("timeout"), int):
         timeout = min(max(1, args["timeout"]), settings.max_timeout)
     return float(timeout) + ANSWER_SLACK_S
+
+
+def terminal_args(command: str, workdir: str | None, timeout: int | None) -> dict[str, Any]:
+    """The arguments of a foreground ``terminal`` call."""
+    args: dict[str, Any] = {"command": command}
+    if workdir is not None:
+        args["workdir"] = workdir
+    if timeout is not None:
+        args["timeout"] = timeout
+    return args
 
 
 class SandboxClient(ProcessClientMixin):
@@ -121,9 +135,56 @@ class SandboxClient(ProcessClientMixin):
         while waiting, the call is cancelled before the exception propagates.
         Raises :class:`~worker.errors.BrokerUnavailable` when the broker cannot be reached.
         """
+        message, queue, reroute = self._outgoing(name, args, wait, call_id, queue)
+        try:
+            return self.sender.call(message, queue, float(message.deadline_s or 0), reroute)
+        except KeyboardInterrupt:
+            self.cancel(message.call_id)
+            raise
+
+    def tool_stream(
+        self,
+        name: str,
+        args: Any,
+        *,
+        wait: float | None = None,
+        call_id: str | None = None,
+        transfer: Literal["upload", "download"] | None = None,
+    ) -> Generator[bytes, None, str]:
+        """:meth:`tool_call` that yields the pieces of the call's stream as they come -- a
+        terminal command's redacted output (UTF-8 text), a download's bytes -- and returns
+        the tool-result JSON. Closing the generator before the result cancels the call.
+        ``transfer`` marks a platform byte transfer (``worker.client.files``)."""
+        message, queue, reroute = self._outgoing(
+            name, args, wait, call_id, None, stream=True, transfer=transfer
+        )
+        exchange = self.sender.exchange(message, queue, float(message.deadline_s or 0), reroute)
+        finished = False
+        try:
+            while True:
+                try:
+                    piece = next(exchange)
+                except StopIteration as done:
+                    finished = True
+                    result: str = done.value
+                    return result
+                yield piece.data
+        finally:
+            if not finished:  # abandoned, interrupted or failed: stop the command
+                self.cancel(message.call_id)
+
+    def _outgoing(
+        self,
+        name: str,
+        args: Any,
+        wait: float | None,
+        call_id: str | None,
+        queue: str | None,
+        **fields: Any,
+    ) -> tuple[ToolCallMessage, str | None, Callable[[], str | None] | None]:
+        """The message of a call, the queue it goes to and how to find that queue again."""
         if wait is None:
             wait = call_budget(args, self.settings)
-        call_id = call_id or uuid.uuid4().hex
         reroute: Callable[[], str | None] | None = None
         if queue is None and name == "process" and isinstance(args, dict):
             # A process lives on one worker: its actions go to that worker's own queue.
@@ -136,19 +197,16 @@ class SandboxClient(ProcessClientMixin):
             queue = self.sender.leases.route(self.session_id)
             reroute = functools.partial(self.sender.leases.route, self.session_id)
         message = ToolCallMessage(
-            call_id=call_id,
+            call_id=call_id or uuid.uuid4().hex,
             session_id=self.session_id,
             session_token=self.session_token,
             tool=name,
             args=args,
             backend=self.backend,
             deadline_s=wait,
+            **fields,
         )
-        try:
-            return self.sender.call(message, queue, wait, reroute)
-        except KeyboardInterrupt:
-            self.cancel(call_id)
-            raise
+        return message, queue, reroute
 
     def cancel(self, call_id: str) -> None:
         """Stop call ``call_id``: a queued call never runs; a running one has its tree killed.
@@ -213,12 +271,75 @@ class SandboxClient(ProcessClientMixin):
         timeout: int | None = None,
     ) -> TerminalResult:
         """Run a foreground command; the parsed ``terminal`` result."""
-        args: dict[str, Any] = {"command": command}
-        if workdir is not None:
-            args["workdir"] = workdir
-        if timeout is not None:
-            args["timeout"] = timeout
+        args = terminal_args(command, workdir, timeout)
         return TerminalResult.model_validate_json(self.tool_call("terminal", args))
+
+    def exec_stream(
+        self,
+        command: str,
+        *,
+        workdir: str | None = None,
+        timeout: int | None = None,
+        call_id: str | None = None,
+    ) -> Generator[str | TerminalResult, None, None]:
+        """Run a foreground command, yielding its output while it runs, the result last.
+
+        Output comes as ``str`` pieces, redacted as the result is (a secret is never
+        split across two pieces unredacted); the last item is the
+        :class:`TerminalResult` that :meth:`exec` returns (its ``output`` bounded to
+        head and tail as always: print the pieces or the result's output, not both).
+        A reader that falls far behind gets a note of the output it missed. Leaving
+        the loop early (``break``, an exception) cancels the command.
+        """
+        args = terminal_args(command, workdir, timeout)
+        stream = self.tool_stream("terminal", args, call_id=call_id)
+        try:
+            while True:
+                try:
+                    piece = next(stream)
+                except StopIteration as done:
+                    yield TerminalResult.model_validate_json(done.value)
+                    return
+                yield piece.decode("utf-8", "replace")
+        finally:
+            stream.close()
+
+    # -- files and tools ----------------------------------------------------------------
+
+    def upload(self, path: str, data: bytes) -> FileInfo:
+        """Create or replace ``path`` in this session's sandbox with ``data`` (see
+        :func:`worker.client.files.upload`)."""
+        return files.upload(self, path, data)
+
+    def download(self, path: str) -> bytes:
+        """The bytes of ``path`` in this session's sandbox (see
+        :func:`worker.client.files.download`)."""
+        return files.download(self, path)
+
+    def tool_definitions(
+        self,
+        *,
+        context_window: int | None = None,
+        scope: dict[str, Any] | None = None,
+        toolsets: list[str] | None = None,
+    ) -> ToolDefinitions:
+        """The tools to offer this session's model, from a worker: those of ``toolsets``
+        (all when None) whose ``applies(scope)`` holds; with ``context_window`` (tokens),
+        large tool sets are deferred behind ``tool_search``/``tool_inspect``/``tool_invoke``,
+        which then work in this session's calls. Each request starts afresh: tools
+        inspected under an earlier one must be inspected again.
+        Raises :class:`~worker.errors.CallError` when no worker answers or it refuses."""
+        request = ToolsRequest(
+            session_id=self.session_id,
+            session_token=self.session_token,
+            toolsets=toolsets,
+            scope=scope or {},
+            context_window=context_window,
+        )
+        raw = self.ask(TOOLS_TASK, [request.model_dump()], ANSWER_SLACK_S)
+        if raw is None:
+            raise CallError("no worker answered: is an `sbx worker` running?", "pending")
+        return ToolDefinitions.model_validate(parse_answer(raw, CallError))
 
     def close(self) -> None:
         """Release broker connections."""

@@ -11,6 +11,7 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 
+from registry.plugins import load_plugins_once
 from worker.broker.app import create_app, worker_queue
 from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
 from worker.protocol.tasks import own_queue_name
@@ -58,7 +59,10 @@ def run_worker(
     if is_amqp_url(url):
         # Declared by this worker alone, durable and expiring (worker.app.worker_queue).
         app.amqp.queues.add(worker_queue(own_queue))
-    install_process_manager(configure_runtime(settings, url), settings, own_queue)
+    svc = configure_runtime(settings, url)
+    install_process_manager(svc, settings, own_queue)
+    # Tool plugins (entry points), with the operator's opt-ins; their hooks run in dispatch.
+    svc.components["repair"] = load_plugins_once(settings.plugins).repair
     reaper: list[Reaper] = []
     # before consuming: persisted MCP tools are callable from the first task; never blocks
     mcp = start_mcp(settings)
