@@ -121,10 +121,10 @@ def handle_read_file(args: ReadFileArgs, ctx: ToolContext) -> dict[str, Any]:
     try:
         with ctx.pool.use(ctx.session_id, ctx.backend) as env:
             path = resolve_path(env, args.path)
+            confine(env, path, policy)  # before approval: never ask about what is refused
             refusal = approval_refusal(f"cat -- {shlex.quote(path)}", ctx)
             if refusal is not None:
                 return refusal
-            confine(env, path, policy)
             data = b"".join(iter_chunks(env, path, policy.max_bytes))
     except Exception as exc:
         return file_error(exc, path)
@@ -157,10 +157,10 @@ def handle_write_file(args: WriteFileArgs, ctx: ToolContext) -> dict[str, Any]:
             raise too_large(len(data), policy.max_bytes)
         with ctx.pool.use(ctx.session_id, ctx.backend) as env:
             path = resolve_path(env, args.path)
+            confine(env, path, policy)  # before approval: never ask about what is refused
             refusal = approval_refusal(f"cat > {shlex.quote(path)}", ctx)
             if refusal is not None:
                 return refusal
-            confine(env, path, policy)
             env.write_file(path, data)
     except Exception as exc:
         return file_error(exc, path)
