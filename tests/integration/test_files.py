@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -132,8 +132,11 @@ def test_the_workers_own_state_is_out_of_reach(
 ) -> None:
     secret = sbx_home / "secret.key"
     (workdir / "link").symlink_to(secret)
-    attempts = [lambda: client.download(str(secret)), lambda: client.download("link"),
-                lambda: client.upload(str(sbx_home / "new-file"), b"x")]  # fmt: skip
+    attempts: list[Callable[[], object]] = [
+        lambda: client.download(str(secret)),
+        lambda: client.download("link"),
+        lambda: client.upload(str(sbx_home / "new-file"), b"x"),
+    ]
     for attempt in attempts:
         with pytest.raises(FileError) as denied:
             attempt()

@@ -30,7 +30,9 @@ def worker(sbx_home: Path, workdir: Path, start_worker: Any) -> None:
     start_worker(None, SBX_LOCAL_CWD=str(workdir / "sandbox"))
 
 
-def sbx(home: Path, *args: str, stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess[bytes]:
+def sbx(
+    home: Path, *args: str, stdin: bytes = b"", **env: str
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "worker.cli.main", *args], input=stdin,
         env=worker_env(home, None, **env), cwd=str(REPO), capture_output=True, timeout=120,

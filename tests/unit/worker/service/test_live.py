@@ -36,7 +36,8 @@ def streams(external_redis_url: str) -> Iterator[CallStreams]:
 
 
 def _pushed(streams: CallStreams, call_id: str) -> list[str]:
-    return [bytes(v).decode() for v in streams.client.lrange(stream_key(call_id), 0, -1)]
+    raw: list[bytes] = streams.client.lrange(stream_key(call_id), 0, -1)  # type: ignore[assignment]
+    return [v.decode() for v in raw]
 
 
 @pytest.mark.parametrize("seed", range(8))
