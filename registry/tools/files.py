@@ -19,13 +19,24 @@ Contracts (docs/tool-calls.md):
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from environments.base import Environment
+
 from ..context import ToolContext
 from ..core import ToolRegistry, registry
-from .file_access import confine, file_error, iter_chunks, policy_of, resolve_path, too_large
+from .file_access import (
+    FilePolicy,
+    confine,
+    file_error,
+    iter_chunks,
+    policy_of,
+    resolve_path,
+    too_large,
+)
 from .terminal import approval_refusal
 
 DEFAULT_LINES = 2000
@@ -114,57 +125,64 @@ def _window(text: str, offset: int, limit: int, max_bytes: int) -> tuple[str, in
     return "".join(kept), start + 1, start + len(kept), len(lines)
 
 
-def handle_read_file(args: ReadFileArgs, ctx: ToolContext) -> dict[str, Any]:
-    """Read a window of a text file (see module doc)."""
+def _in_sandbox(
+    ctx: ToolContext, raw_path: str, judged_as: str,
+    act: Callable[[Environment, str, FilePolicy], dict[str, Any]],
+) -> dict[str, Any]:  # fmt: skip
+    """``act(env, absolute path, policy)`` in the session's sandbox, once the path is
+    confined and the approval guard let ``judged_as`` (``{}``: the quoted path) through."""
     policy = policy_of(ctx.components)
-    path = args.path
+    path = raw_path
     try:
         with ctx.pool.use(ctx.session_id, ctx.backend) as env:
-            path = resolve_path(env, args.path)
+            path = resolve_path(env, raw_path)
             confine(env, path, policy)  # before approval: never ask about what is refused
-            refusal = approval_refusal(f"cat -- {shlex.quote(path)}", ctx)
+            refusal = approval_refusal(judged_as.format(shlex.quote(path)), ctx)
             if refusal is not None:
                 return refusal
-            data = b"".join(iter_chunks(env, path, policy.max_bytes))
+            return act(env, path, policy)
     except Exception as exc:
         return file_error(exc, path)
-    if b"\x00" in data:
-        return {"error": f"{path} is a binary file; inspect it with the terminal tool",
-                "status": "invalid"}  # fmt: skip
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"error": f"{path} is not UTF-8 text; inspect it with the terminal tool",
-                "status": "invalid"}  # fmt: skip
-    if ctx.redact_output:
-        from process_registry.redact import redact_text  # the redactor loads on first use
 
-        text = redact_text(text)
-    content, first, last, total = _window(
-        text, args.offset, args.limit or DEFAULT_LINES, ctx.output_limit
-    )
-    return {"path": path, "content": content, "start_line": first, "end_line": last,
-            "total_lines": total, "truncated": last < total, "size": len(data)}  # fmt: skip
+
+def handle_read_file(args: ReadFileArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Read a window of a text file (see module doc)."""
+
+    def read(env: Environment, path: str, policy: FilePolicy) -> dict[str, Any]:
+        data = b"".join(iter_chunks(env, path, policy.max_bytes))
+        if b"\x00" in data:
+            return {"error": f"{path} is a binary file; inspect it with the terminal tool",
+                    "status": "invalid"}  # fmt: skip
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"error": f"{path} is not UTF-8 text; inspect it with the terminal tool",
+                    "status": "invalid"}  # fmt: skip
+        if ctx.redact_output:
+            from process_registry.redact import redact_text  # the redactor loads on first use
+
+            text = redact_text(text)
+        content, first, last, total = _window(
+            text, args.offset, args.limit or DEFAULT_LINES, ctx.output_limit
+        )
+        return {"path": path, "content": content, "start_line": first, "end_line": last,
+                "total_lines": total, "truncated": last < total, "size": len(data)}  # fmt: skip
+
+    return _in_sandbox(ctx, args.path, "cat -- {}", read)
 
 
 def handle_write_file(args: WriteFileArgs, ctx: ToolContext) -> dict[str, Any]:
     """Create or replace a text file (see module doc)."""
-    policy = policy_of(ctx.components)
     data = args.content.encode("utf-8", "replace")  # a lone surrogate cannot be UTF-8
-    path = args.path
-    try:
-        if len(data) > policy.max_bytes:
-            raise too_large(len(data), policy.max_bytes)
-        with ctx.pool.use(ctx.session_id, ctx.backend) as env:
-            path = resolve_path(env, args.path)
-            confine(env, path, policy)  # before approval: never ask about what is refused
-            refusal = approval_refusal(f"cat > {shlex.quote(path)}", ctx)
-            if refusal is not None:
-                return refusal
-            env.write_file(path, data)
-    except Exception as exc:
-        return file_error(exc, path)
-    return {"path": path, "bytes_written": len(data)}
+    limit = policy_of(ctx.components).max_bytes
+    if len(data) > limit:
+        return file_error(too_large(len(data), limit), args.path)
+
+    def write(env: Environment, path: str, policy: FilePolicy) -> dict[str, Any]:
+        env.write_file(path, data)
+        return {"path": path, "bytes_written": len(data)}
+
+    return _in_sandbox(ctx, args.path, "cat > {}", write)
 
 
 def register(target: ToolRegistry = registry) -> None:

@@ -13,19 +13,14 @@ from typing import Any
 import pytest
 
 from tests.fixtures_workers import settings_for
-from tests.helpers import short_tmpdir
 from worker.client import AsyncSandboxClient, FileError, SandboxClient
 from worker.client.files import CHUNK
 
 
 @pytest.fixture
-def workdir() -> Iterator[Path]:
+def workdir(scratch_dir: Path) -> Path:
     """The local sandbox's starting directory (relative paths land here)."""
-    path = short_tmpdir("sbx-files-")
-    yield path
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
+    return scratch_dir
 
 
 @pytest.fixture

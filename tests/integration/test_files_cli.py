@@ -5,23 +5,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fixtures_workers import worker_env
-from tests.helpers import REPO, short_tmpdir
+from tests.helpers import REPO
 
 
 @pytest.fixture
-def workdir() -> Iterator[Path]:
-    path = short_tmpdir("sbx-cp-")
-    yield path
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
+def workdir(scratch_dir: Path) -> Path:
+    """The local sandbox's starting directory (relative paths land here)."""
+    return scratch_dir
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures_workers import settings_for, worker_env
-from tests.helpers import REPO
+from tests.helpers import REPO, installed_distribution
 from worker.client import SandboxClient
 
 SMALL_WINDOW = 8000
@@ -26,15 +26,13 @@ PLUGINS = json.dumps({"repair": "demo"})
 @pytest.fixture
 def plugin_path(tmp_path: Path) -> Path:
     """A directory holding an installed distribution with two ``sbx.tools`` plugins."""
-    dist = tmp_path / "plugins" / "sbx_demo_tools-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: sbx-demo-tools\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
+    return installed_distribution(
+        tmp_path / "plugins",
+        "sbx-demo-tools",
         "[sbx.tools]\n"
         "demo = tests.fakes.plugin_tools:register\n"
-        "override = tests.fakes.plugin_tools:override\n"
+        "override = tests.fakes.plugin_tools:override\n",
     )
-    return dist.parent
 
 
 def _env(home: Path, plugins: Path, **extra: str) -> dict[str, str]:

@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from tests.fixtures_workers import settings_for, worker_env
-from tests.helpers import REPO, short_tmpdir
+from tests.helpers import REPO
 from worker.client import AsyncSandboxClient, SandboxClient, TerminalResult
 
 TOKEN_HEAD, TOKEN_TAIL = "ghp_a1B2c3D4e5F6g7H8", "i9J0k1L2m3N4o5P6q7R8"
@@ -30,12 +30,9 @@ def waits_for(release: Path) -> str:
 
 
 @pytest.fixture
-def tmp() -> Iterator[Path]:
-    path = short_tmpdir("sbx-stream-")
-    yield path
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
+def tmp(scratch_dir: Path) -> Path:
+    """Where the test and the local sandbox share files."""
+    return scratch_dir
 
 
 @pytest.fixture

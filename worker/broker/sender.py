@@ -12,7 +12,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 from celery import Celery
@@ -36,6 +36,19 @@ _RECONNECT_FIRST_S = 0.05
 _RECONNECT_MAX_S = 1.0
 REROUTE_CHECK_S = 2.0
 """How often a sender checks that an unclaimed call still goes to the right worker."""
+
+
+Result = TypeVar("Result")
+
+
+def drain(stream: Generator[Any, None, Result]) -> Result:
+    """Run a generator to its end, passing over what it yields; what it returns."""
+    while True:
+        try:
+            next(stream)
+        except StopIteration as done:
+            result: Result = done.value
+            return result
 
 
 class CallSender:
@@ -154,13 +167,7 @@ class CallSender:
         with what is left of its deadline. The claim key makes a call run at most once
         however often it was sent. Pieces of a streamed call's stream are passed over.
         """
-        exchange = self.exchange(message, queue, wait, reroute)
-        while True:
-            try:
-                next(exchange)  # a call without a stream yields nothing
-            except StopIteration as done:
-                result: str = done.value
-                return result
+        return drain(self.exchange(message, queue, wait, reroute))
 
     def exchange(
         self,
@@ -168,7 +175,7 @@ class CallSender:
         queue: str | None,
         wait: float,
         reroute: Callable[[], str | None] | None = None,
-    ) -> Generator[Piece, None, str]:
+    ) -> Generator[bytes, None, str]:
         """:meth:`call` that yields the pieces of the call's stream as they come (when
         ``message.stream``) and returns its result."""
         self.send_call(message, queue)
@@ -183,7 +190,7 @@ class CallSender:
                 streamed=message.stream,
             )
             if isinstance(answer, Piece):
-                yield answer
+                yield answer.data
                 continue
             if answer is not None:
                 return answer

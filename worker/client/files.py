@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Generator
 from typing import TYPE_CHECKING
 
+from worker.broker.sender import drain
 from worker.client.processes import parse_answer
 from worker.errors import FileError
 from worker.protocol.messages import FileInfo
@@ -63,7 +63,7 @@ def upload(client: SandboxClient, path: str, data: bytes) -> FileInfo:
     args = {"path": path, "size": len(data), "sha256": digest}
     try:
         # Its stream stays empty; tool_stream is the call that carries a transfer.
-        raw = _drain(
+        raw = drain(
             client.tool_stream("write_file", args, wait=wait, call_id=call_id, transfer="upload")
         )
     finally:
@@ -98,12 +98,3 @@ def download(client: SandboxClient, path: str) -> bytes:
         )
     return data
 
-
-def _drain(stream: Generator[bytes, None, str]) -> str:
-    """Run a call's stream to its end; its result."""
-    while True:
-        try:
-            next(stream)
-        except StopIteration as done:
-            result: str = done.value
-            return result

@@ -161,14 +161,9 @@ class SandboxClient(ProcessClientMixin):
         exchange = self.sender.exchange(message, queue, float(message.deadline_s or 0), reroute)
         finished = False
         try:
-            while True:
-                try:
-                    piece = next(exchange)
-                except StopIteration as done:
-                    finished = True
-                    result: str = done.value
-                    return result
-                yield piece.data
+            result = yield from exchange
+            finished = True
+            return result
         finally:
             if not finished:  # abandoned, interrupted or failed: stop the command
                 self.cancel(message.call_id)

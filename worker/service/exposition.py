@@ -18,15 +18,13 @@ import json
 import logging
 from typing import Any
 
-from pydantic import ValidationError
-
 from registry.context import ToolContext
 from registry.core import ToolRegistry
 from registry.deferral import expose_tools
 from registry.meta_tools import META_TOOL_NAMES, Invoker, MetaToolSession
 from registry.results import to_json, tool_error
 from worker.protocol.messages import ToolCallMessage, ToolsRequest
-from worker.service.boundary import CallerDenied, error_result, verify_caller
+from worker.service.boundary import verified_message
 from worker.service.runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
@@ -48,15 +46,9 @@ def is_meta_tool(name: str) -> bool:
 
 def execute_tools_request(raw: Any, svc: WorkerRuntime, tools: ToolRegistry) -> str:
     """Answer a :class:`ToolsRequest` with ``ToolDefinitions`` JSON (see module doc)."""
-    try:
-        request = ToolsRequest.model_validate(raw)
-    except ValidationError as exc:
-        problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
-        return tool_error(f"malformed tools request: {problems}", status="invalid")
-    try:
-        verify_caller(svc.signer, request.session_id, request.session_token)
-    except CallerDenied as exc:
-        return error_result(exc)
+    request = verified_message(ToolsRequest, raw, svc.signer, "tools request")
+    if isinstance(request, str):
+        return request
     exposition = expose_tools(
         tools, toolsets=request.toolsets, scope=request.scope,
         context_window=request.context_window,

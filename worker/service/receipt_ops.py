@@ -14,12 +14,11 @@ import logging
 from typing import Any
 
 from celery import Celery, Task
-from pydantic import ValidationError
 
 from registry.results import to_json, tool_error
 from worker.protocol.process_messages import ReceiptOpMessage
 from worker.protocol.tasks import RECEIPT_OP_TASK
-from worker.service.boundary import CallerDenied, error_result, verify_caller
+from worker.service.boundary import verified_message
 from worker.service.processes import ProcessManager, install_process_manager
 from worker.service.runtime import WorkerRuntime
 from worker.service.tasks import answer_in_mailbox
@@ -30,15 +29,9 @@ log = logging.getLogger(__name__)
 
 def execute_receipt_op(raw: Any, svc: WorkerRuntime) -> str:
     """Verify the caller and run one :class:`ReceiptOpMessage`; always a JSON string."""
-    try:
-        message = ReceiptOpMessage.model_validate(raw)
-    except ValidationError as exc:
-        problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
-        return tool_error(f"malformed session operation: {problems}", status="invalid")
-    try:
-        verify_caller(svc.signer, message.session_id, message.session_token)
-    except CallerDenied as exc:
-        return error_result(exc)
+    message = verified_message(ReceiptOpMessage, raw, svc.signer, "session operation")
+    if isinstance(message, str):
+        return message
     service = svc.components.get("processes")
     if not isinstance(service, ProcessManager):
         service = install_process_manager(svc, svc.settings)
