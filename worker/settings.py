@@ -193,6 +193,11 @@ class Settings(BaseSettings):
 
     queue: str = "sbx"
     concurrency: int = Field(default=8, ge=1, le=256)
+    """Celery threads taking calls in (each only verifies, claims and queues a call)."""
+    max_running: int = Field(default=64, ge=1, le=4096)
+    """Calls running at once in a worker (each session's calls run one at a time)."""
+    session_max_in_flight: int = Field(default=16, ge=1, le=10_000)
+    """Calls one session may have running or queued in a worker; more get ``busy``."""
     default_timeout: int = Field(default=180, ge=1)
     max_timeout: int = Field(default=3600, ge=1, le=7 * 86_400)
     """The most seconds any call may ask for; a larger timeout is refused."""

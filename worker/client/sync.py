@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Generator
 from typing import Any, Literal
 
+import redis
 from celery import Celery
 
 from process_registry.sessions import (
@@ -19,11 +20,17 @@ from process_registry.sessions import (
     load_or_create_secret,
     validate_session_id,
 )
-from worker.broker.connection import resolve_broker_url, resolve_ledger_url
+from worker.broker.connection import display_url, resolve_broker_url, resolve_ledger_url
 from worker.broker.sender import CallSender
 from worker.client import files
 from worker.client.processes import ProcessClientMixin, parse_answer
-from worker.errors import CallError, ClientError, SessionRequired, TokenRequired
+from worker.errors import (
+    BrokerUnavailable,
+    CallError,
+    ClientError,
+    SessionRequired,
+    TokenRequired,
+)
 from worker.identity import load_signer
 from worker.protocol.ledger import CallLedger
 from worker.protocol.messages import (
@@ -189,8 +196,8 @@ class SandboxClient(ProcessClientMixin):
                 reroute = functools.partial(self.process_queue, process_id)
         elif queue is None and name in SESSION_TOOLS:
             # The session lives on the worker holding its lease (none yet: the shared queue).
-            queue = self.sender.leases.route(self.session_id)
-            reroute = functools.partial(self.sender.leases.route, self.session_id)
+            queue = self._session_route()
+            reroute = self._session_route
         message = ToolCallMessage(
             call_id=call_id or uuid.uuid4().hex,
             session_id=self.session_id,
@@ -202,6 +209,19 @@ class SandboxClient(ProcessClientMixin):
             **fields,
         )
         return message, queue, reroute
+
+    def _session_route(self) -> str | None:
+        """The own queue of the worker serving this session (None: the shared queue).
+
+        Raises :class:`~worker.errors.BrokerUnavailable` when the ledger is unreachable
+        (the call is then not sent)."""
+        try:
+            return self.sender.leases.route(self.session_id)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise BrokerUnavailable(
+                f"cannot reach the ledger at {display_url(self.ledger_url)}: {exc}; "
+                "the call was not sent"
+            ) from None
 
     def cancel(self, call_id: str) -> None:
         """Stop call ``call_id``: a queued call never runs; a running one has its tree killed.

@@ -25,6 +25,7 @@ from worker.protocol.ledger import CallLedger
 from worker.protocol.streams import CallStreams
 from worker.protocol.tasks import own_queue_name
 from worker.service.backends import BackendConfigs
+from worker.service.dispatcher import SessionDispatcher
 from worker.service.heartbeat import Heartbeat
 from worker.service.leases import SessionLeases
 from worker.settings import Settings, get_settings
@@ -54,6 +55,8 @@ class WorkerRuntime:
     """Optional tool services by name (``approval``, ``processes``)."""
     leases: SessionLeases | None = None
     """The sessions this worker serves (None: a runtime without a fleet, in tests)."""
+    dispatcher: SessionDispatcher | None = None
+    """Runs taken calls off Celery's threads (None: calls run where they are taken)."""
     _heartbeat: Heartbeat | None = None
     _sender: CallSender | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -129,6 +132,9 @@ def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRu
         pool=pool,
         worker_id=worker_id,
         leases=leases,
+        dispatcher=SessionDispatcher(
+            max_running=settings.max_running, per_session=settings.session_max_in_flight
+        ),
     )
 
     def released(session_id: str, backend: str) -> None:

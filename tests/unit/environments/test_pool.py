@@ -171,3 +171,26 @@ def test_pool_with_the_real_local_backend(tmp_path: object) -> None:
             assert env.exec('echo "$SBX_POOL_V"').output == "1\n"
     finally:
         pool.close_all()
+
+
+def test_an_idle_sandbox_of_a_session_served_elsewhere_is_let_go_not_removed() -> None:
+    made: dict[str, MemoryEnvironment] = {}
+
+    def factory(backend: str, session_id: str) -> Environment:
+        made[session_id] = MemoryEnvironment(session_id)
+        return made[session_id]
+
+    released: list[tuple[str, str]] = []
+    pool = SandboxPool(
+        factory,
+        idle_ttl=0.0,
+        served_elsewhere=lambda session_id: session_id == "moved",
+        on_released=lambda session_id, backend: released.append((session_id, backend)),
+    )
+    for session_id in ("moved", "mine"):
+        with pool.use(session_id, "memory") as env:
+            env.exec("true")
+    assert pool.reap_idle() == 2
+    assert (made["moved"].detached, made["moved"].closed) == (1, 0)
+    assert (made["mine"].detached, made["mine"].closed) == (0, 1)
+    assert sorted(released) == [("mine", "memory"), ("moved", "memory")]
