@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from environments.base import ExecResult
 from environments.errors import InvalidCommand, WorkdirNotFound
+from environments.pty_exec import run_on_pty
 from registry.approval.limits import CommandTooLong
 
 from ..context import ToolContext
@@ -43,7 +46,11 @@ TERMINAL_SCHEMA: dict[str, Any] = {
             "pty": {
                 "type": "boolean",
                 "default": False,
-                "description": "Run on a pseudo-terminal (background processes that need input).",
+                "description": (
+                    "Run on a pseudo-terminal: for programs that need a terminal, and for "
+                    "background processes that take input (process write). In the "
+                    "foreground, output has \\r\\n line ends and cd/export are not kept."
+                ),
             },
         },
         "required": ["command"],
@@ -98,8 +105,41 @@ def approval_refusal(command: str, ctx: ToolContext) -> dict[str, Any] | None:
     return None if refusal is None else dict(refusal)
 
 
+def _kill_grace(env: Any) -> float:
+    grace = getattr(getattr(env, "config", None), "kill_grace", None)
+    return float(grace) if isinstance(grace, int | float) else 2.0
+
+
+def _pty_refusal(backend: str) -> dict[str, Any] | None:
+    """The answer to a foreground ``pty: true`` on a backend without a pty (None: it has one)."""
+    from environments.registry import backend_class, backends_with_pty
+
+    try:
+        if backend_class(backend).supports_pty:
+            return None
+    except Exception:  # an unknown or broken backend: the call itself says what is wrong
+        return None
+    able = ", ".join(backends_with_pty()) or "none installed here"
+    return {
+        "error": f"pty: true needs a backend with a pseudo-terminal and the {backend!r} "
+        f"backend has none (backends with one: {able}); run the command without pty",
+        "status": "unsupported",
+    }
+
+
 def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
-    """Run the command (or start it in the background) after the approval check."""
+    """Run the command (or start it in the background) after the approval check.
+
+    ``pty: true`` in the foreground runs on a pseudo-terminal
+    (:mod:`environments.pty_exec`) where the backend has one, and is refused
+    (``status: unsupported``, naming the backends that have one) where it has not.
+    A streamed call (``ctx.on_output``) gets the output as it is read; on a pty, or a
+    backend that cannot stream, all of it once the command ended.
+    """
+    if args.pty and not args.background:
+        refusal = _pty_refusal(ctx.backend)
+        if refusal is not None:
+            return refusal
     refusal = approval_refusal(args.command, ctx)
     if refusal is not None:
         return refusal
@@ -114,9 +154,14 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     live = ctx.on_output
     try:
         with ctx.pool.use(ctx.session_id, ctx.backend) as env:
-            streams = live is not None and env.streams_output
-            # on_output only where the backend takes it (a plugin's exec may predate it)
-            run = functools.partial(env.exec, on_output=live) if streams else env.exec
+            streams = live is not None and env.streams_output and not args.pty
+            run: Callable[..., ExecResult]
+            if args.pty:
+                run = partial(run_on_pty, env, kill_grace=_kill_grace(env))
+            elif streams:  # on_output only where the backend takes it (a plugin's may not)
+                run = partial(env.exec, on_output=live)
+            else:
+                run = env.exec
             result = run(
                 args.command,
                 workdir=args.workdir,

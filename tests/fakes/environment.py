@@ -45,6 +45,7 @@ class MemoryEnvironment(Environment):
         self.commands: list[str] = []
         self.closed = 0
         self.detached = 0
+        self.rested = 0
         self.active = 0
         self.max_active = 0
         self.cwd = self.config.cwd
@@ -173,6 +174,9 @@ class MemoryEnvironment(Environment):
 
     def detach(self) -> None:
         self.detached += 1
+
+    def rest(self) -> None:
+        self.rested += 1
 
     @classmethod
     def reap_orphans(

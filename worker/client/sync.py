@@ -119,6 +119,7 @@ class SandboxClient(ProcessClientMixin):
         # ledger's Redis: the broker itself when it is Redis (see worker.broker.connection).
         self.ledger_url = resolve_ledger_url(self.settings, self.broker_url)
         self.sender = CallSender(self.broker_url, self.ledger_url, self.settings)
+        self._known_route: str | None = None
         self.app: Celery = self.sender.app
         """The Celery app messages are published with."""
         self.ledger: CallLedger = self.sender.ledger
@@ -144,10 +145,11 @@ class SandboxClient(ProcessClientMixin):
         """
         message, queue, reroute = self._outgoing(name, args, wait, call_id, queue)
         try:
-            return self.sender.call(message, queue, float(message.deadline_s or 0), reroute)
+            answer = self.sender.call(message, queue, float(message.deadline_s or 0), reroute)
         except KeyboardInterrupt:
             self.cancel(message.call_id)
             raise
+        return self._noted(answer)
 
     def tool_stream(
         self,
@@ -170,7 +172,7 @@ class SandboxClient(ProcessClientMixin):
         try:
             result = yield from exchange
             finished = True
-            return result
+            return self._noted(result)
         finally:
             if not finished:  # abandoned, interrupted or failed: stop the command
                 self.cancel(message.call_id)
@@ -197,7 +199,7 @@ class SandboxClient(ProcessClientMixin):
         elif queue is None and name in SESSION_TOOLS:
             # The session lives on the worker holding its lease (none yet: the shared queue).
             queue = self._session_route()
-            reroute = self._session_route
+            reroute = functools.partial(self._session_route, refresh=True)
         message = ToolCallMessage(
             call_id=call_id or uuid.uuid4().hex,
             session_id=self.session_id,
@@ -210,13 +212,25 @@ class SandboxClient(ProcessClientMixin):
         )
         return message, queue, reroute
 
-    def _session_route(self) -> str | None:
+    def _noted(self, answer: str) -> str:
+        """``answer``, after noting a session that moved to another worker."""
+        if '"session_moved": true' in answer:
+            self._known_route = None  # served elsewhere from now on: ask again next time
+        return answer
+
+    def _session_route(self, *, refresh: bool = False) -> str | None:
         """The own queue of the worker serving this session (None: the shared queue).
 
-        Raises :class:`~worker.errors.BrokerUnavailable` when the ledger is unreachable
-        (the call is then not sent)."""
+        A known route is reused without asking the ledger: a call that reaches a worker
+        no longer serving the session is handed on by it, and one sent to a worker that
+        is gone is re-sent when it stays unclaimed (``refresh``). Raises
+        :class:`~worker.errors.BrokerUnavailable` when the ledger is unreachable (the
+        call is then not sent)."""
+        if self._known_route is not None and not refresh:
+            return self._known_route
         try:
-            return self.sender.leases.route(self.session_id)
+            self._known_route = self.sender.leases.route(self.session_id)
+            return self._known_route
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise BrokerUnavailable(
                 f"cannot reach the ledger at {display_url(self.ledger_url)}: {exc}; "

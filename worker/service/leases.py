@@ -18,7 +18,6 @@ Contracts:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 
@@ -37,7 +36,7 @@ class SessionLeases:
         self.worker_id = worker_id
         self.own_queue = own_queue
         self._held: set[str] = set()
-        self._recorded: dict[str, str] = {}
+        self._recorded: dict[str, tuple[object, ...]] = {}
         self._taken: dict[str, tuple[str, list[str]]] = {}
         """Sessions this worker took over before any call of theirs came (a lost call's
         session): the previous holder and what the move said, told with the next call."""
@@ -106,22 +105,24 @@ class SessionLeases:
         if state is None:
             return
         shell = env.shell_identity()
-        record = SessionState(
-            worker=self.worker_id,
-            backend=backend,
-            sandbox_id=env.sandbox_id,
-            cwd=state.cwd,
-            env=state.env,
-            shell_pid=shell.pid if shell else None,
-            shell_start=shell.start_time if shell else None,
+        seen = (backend, env.sandbox_id, state.cwd, state.env, shell)
+        with self._lock:
+            if self._recorded.get(session_id) == seen:
+                return  # most calls change nothing: no write, no serialising
+        self.book.record(
+            session_id,
+            SessionState(
+                worker=self.worker_id,
+                backend=backend,
+                sandbox_id=env.sandbox_id,
+                cwd=state.cwd,
+                env=state.env,
+                shell_pid=shell.pid if shell else None,
+                shell_start=shell.start_time if shell else None,
+            ),
         )
-        digest = hashlib.sha256(record.model_dump_json().encode()).hexdigest()
         with self._lock:
-            if self._recorded.get(session_id) == digest:
-                return
-        self.book.record(session_id, record)
-        with self._lock:
-            self._recorded[session_id] = digest
+            self._recorded[session_id] = seen
 
     def take_over(self, session_id: str, pool: SandboxPool) -> bool:
         """Serve now the session of a call whose worker died (its lease lapsed), ending in

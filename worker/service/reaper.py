@@ -95,6 +95,7 @@ class Reaper(threading.Thread):
 
     def _reap_sandboxes(self, pool: SandboxPool) -> None:
         try:
+            pool.rest_idle()
             closed = pool.reap_idle()
             if closed:
                 log.info("closed %d idle sandbox(es)", closed)

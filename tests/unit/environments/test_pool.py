@@ -194,3 +194,23 @@ def test_an_idle_sandbox_of_a_session_served_elsewhere_is_let_go_not_removed() -
     assert (made["moved"].detached, made["moved"].closed) == (1, 0)
     assert (made["mine"].detached, made["mine"].closed) == (0, 1)
     assert sorted(released) == [("mine", "memory"), ("moved", "memory")]
+
+
+def test_idle_sandboxes_rest_once_until_used_again() -> None:
+    made: list[MemoryEnvironment] = []
+
+    def factory(backend: str, session_id: str) -> Environment:
+        made.append(MemoryEnvironment(session_id))
+        return made[-1]
+
+    pool = SandboxPool(factory, shell_idle_ttl=10, idle_ttl=3600)
+    with pool.use("s", "memory") as env:
+        env.exec("true")
+    now = time.monotonic()
+    assert pool.rest_idle(now + 5) == 0  # not idle long enough
+    assert pool.rest_idle(now + 11) == 1
+    assert pool.rest_idle(now + 12) == 0  # resting already
+    with pool.use("s", "memory") as env:
+        env.exec("true")  # used again: it may rest again later
+    assert pool.rest_idle(time.monotonic() + 11) == 1
+    assert made[0].rested == 2 and made[0].closed == 0 and len(pool) == 1
