@@ -1,13 +1,14 @@
 """Walking-skeleton benchmark: terminal calls beside raw bash and a Celery no-op, one run.
 
-    python -m bench.bench_core [--n 300] [--sequential]
+    python -m bench.bench_core [--n 300] [--sequential] [--stream]
 
 Measures raw ``bash -c 'echo hi'``, a no-op Celery round trip, the terminal
 tool in-process, and the terminal tool through a real worker on the embedded
 broker and on an external redis-server (started here when installed). By
 default the samples of all paths are taken in turns, so that load drifting on a
 shared machine hits every path alike; ``--sequential`` measures one path after
-another.
+another. ``--stream`` adds a streamed call (``exec_stream``: live output through the
+ledger) on the embedded broker.
 Target: through the worker on the embedded broker, p50 <= 2.5 x raw bash.
 """
 
@@ -101,7 +102,12 @@ def terminal_via(client: SandboxClient) -> None:
     assert out["output"] == "hi\n", out
 
 
-def run(n: int, *, interleave: bool = True) -> list[Timing]:
+def streamed_via(client: SandboxClient) -> None:
+    *pieces, result = client.exec_stream("echo hi")
+    assert pieces == ["hi\n"] and getattr(result, "exit_code", None) == 0, (pieces, result)
+
+
+def run(n: int, *, interleave: bool = True, stream: bool = False) -> list[Timing]:
     discover_builtin_tools()
     pool = SandboxPool()
     ctx = ToolContext(session_id="bench", call_id="c", backend="local", pool=pool)
@@ -124,6 +130,9 @@ def run(n: int, *, interleave: bool = True) -> list[Timing]:
                 ("celery no-op round trip (embedded)", lambda: embedded.ping(timeout=30)),
                 ("sbx terminal via worker (embedded)", lambda: terminal_via(embedded)),
             ]
+            if stream:
+                paths.append(("sbx exec_stream via worker (embedded)",
+                              lambda: streamed_via(embedded)))  # fmt: skip
             url = stack.enter_context(external_redis())
             if url is None:
                 print("(no redis-server installed: external Redis path skipped)")
@@ -145,8 +154,10 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--sequential", action="store_true",
                         help="measure one path after another instead of in turns")  # fmt: skip
+    parser.add_argument("--stream", action="store_true",
+                        help="also measure a streamed call (exec_stream)")  # fmt: skip
     args = parser.parse_args()
-    timings = run(args.n, interleave=not args.sequential)
+    timings = run(args.n, interleave=not args.sequential, stream=args.stream)
     print("samples taken " + ("one path after another" if args.sequential else "in turns"))
     print(report(timings, timings[0]))
     embedded = next(t for t in timings if t.name == "sbx terminal via worker (embedded)")

@@ -163,6 +163,9 @@ class Environment(abc.ABC):
     can_punch_holes: ClassVar[bool] = False
     """:meth:`trim_output_head` can discard the head of an output file (where the file
     system allows); False: output files grow past their cap."""
+    streams_output: ClassVar[bool] = False
+    """:meth:`exec` calls its ``on_output`` with the command's output while it runs;
+    False: callers must not pass ``on_output`` (they get the output with the result)."""
 
     def __init__(self, session_id: str, config: BackendConfig | None = None) -> None:
         self.session_id = session_id
@@ -182,11 +185,15 @@ class Environment(abc.ABC):
         timeout: float = 180.0,
         output_limit: int = 100_000,
         cancel: threading.Event | None = None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> ExecResult:
         """Run ``command`` in the session shell and return its result (see class docstring).
 
         When ``cancel`` is set while the command runs, its tree is killed as on a
-        timeout and the result has ``cancelled=True`` and exit code 130.
+        timeout and the result has ``cancelled=True`` and exit code 130. Backends with
+        :attr:`streams_output` call ``on_output`` with each piece of output as it is
+        read, in order, all of it (``output_limit`` bounds only the result), before
+        ``exec`` returns; it must not raise.
         """
 
     @abc.abstractmethod

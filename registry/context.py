@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,9 @@ class ToolContext:
     """Set when the caller cancels the call; long-running tools stop and report it."""
     forwarded: bool = False
     """The call was forwarded by another worker: answer it here, never forward it again."""
+    on_output: Callable[[bytes], None] | None = None
+    """Set when the caller streams the call: tools that run a command hand it their output
+    as it arrives (``terminal`` does); the result still carries the output as always."""
 
     def remaining(self) -> float:
         """Seconds left before the call's deadline (never negative)."""

@@ -29,6 +29,7 @@ from typing import Any
 from .context import ToolContext
 from .core import ToolEntry, ToolRegistry
 from .meta_tools import META_TOOL_DEFINITIONS, MetaToolSession
+from .toolsets import get_tool_definitions
 
 DEFAULT_CONTEXT_WINDOW = 32_000
 THRESHOLD_RATIO = 0.10
@@ -152,3 +153,23 @@ def deferred_tools_prompt(entries: Iterable[ToolEntry]) -> str:
         + "\n".join(lines)
         + "\n</DEFERRED_TOOLS>"
     )
+
+
+def expose_tools(
+    registry: ToolRegistry,
+    *,
+    toolsets: Iterable[str] | None = None,
+    scope: Any = None,
+    context_window: int | None = None,
+) -> DeferExposition:
+    """The tools a request offers the model: the definitions of ``toolsets`` (all when
+    None) whose ``applies(scope)`` holds, with deferred exposition applied when the
+    model's ``context_window`` is given (without one nothing is deferred)."""
+    definitions = get_tool_definitions(
+        enabled_toolsets=toolsets, quiet_mode=True, registry=registry
+    )
+    active = {e.name for e in registry.select_active(scope)}
+    definitions = [d for d in definitions if d["function"]["name"] in active]
+    if context_window is None:
+        return DeferExposition(definitions, [], None, registry)
+    return apply_defer_exposition(definitions, registry, context_window)

@@ -15,6 +15,8 @@ skipped; the other tools still load.
 Plugins: every entry point in group ``sbx.tools`` names a callable taking a
 :class:`PluginRegistrar`. Its registrations carry the plugin id (the entry point
 name), so overriding a built-in needs ``plugins.entries.<id>.allow_tool_override``.
+A plugin may also add ``pre_tool_call``/``post_tool_call`` hooks and offer an
+argument-repair callback (:mod:`registry.plugins` decides which one is used).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from .core import ToolEntry, ToolRegistry
+from .core import RepairFn, ToolEntry, ToolRegistry
 from .core import registry as default_registry
+from .hooks import Hook, HookRegistry
+from .hooks import hooks as default_hooks
 
 log = logging.getLogger(__name__)
 
@@ -116,24 +120,51 @@ def discover_builtin_tools(tools_dir: str | Path | None = None) -> list[str]:
 
 
 class PluginRegistrar:
-    """What a plugin's entry point receives: ``register`` tagged with the plugin id."""
+    """What a plugin's entry point receives: ``register`` tagged with the plugin id,
+    ``register_hook`` and ``register_repair``."""
 
-    def __init__(self, registry: ToolRegistry, plugin_id: str) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        plugin_id: str,
+        hooks: HookRegistry | None = None,
+        repairs: dict[str, RepairFn] | None = None,
+    ) -> None:
         self.registry = registry
         self.plugin_id = plugin_id
+        self.hooks = hooks if hooks is not None else default_hooks
+        self.repairs: dict[str, RepairFn] = {} if repairs is None else repairs
 
     def register(self, *args: Any, **kwargs: Any) -> ToolEntry | None:
         """:meth:`ToolRegistry.register` with ``plugin_id`` set to this plugin."""
         kwargs["plugin_id"] = self.plugin_id
         return self.registry.register(*args, **kwargs)
 
+    def register_hook(self, event: str, hook: Hook) -> None:
+        """Add a ``pre_tool_call`` or ``post_tool_call`` hook (:mod:`registry.hooks`)."""
+        self.hooks.register_hook(event, hook)
 
-def discover_plugin_tools(registry: ToolRegistry = default_registry) -> list[str]:
-    """Load entry points of group ``sbx.tools``; returns the ids of plugins that loaded."""
+    def register_repair(self, repair: RepairFn) -> None:
+        """Offer an argument-repair callback (:mod:`registry.repair`); it is used only
+        where the operator names this plugin in ``plugins.repair``."""
+        self.repairs[self.plugin_id] = repair
+
+
+def discover_plugin_tools(
+    registry: ToolRegistry = default_registry,
+    *,
+    hooks: HookRegistry | None = None,
+    repairs: dict[str, RepairFn] | None = None,
+    skip: frozenset[str] = frozenset(),
+) -> list[str]:
+    """Load entry points of group ``sbx.tools`` (but those named in ``skip``); returns the
+    ids of plugins that loaded. Their hooks go to ``hooks``, their repairs to ``repairs``."""
     loaded = []
     for ep in entry_points(group=PLUGIN_GROUP):
+        if ep.name in skip:
+            continue
         try:
-            ep.load()(PluginRegistrar(registry, ep.name))
+            ep.load()(PluginRegistrar(registry, ep.name, hooks, repairs))
         except Exception as exc:
             log.warning("tool plugin %s skipped: %s: %s", ep.name, type(exc).__name__, exc)
             continue

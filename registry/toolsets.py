@@ -65,9 +65,12 @@ def define_toolset(
 
 define_toolset("terminal", "Shell commands in the session sandbox", ["terminal"])
 define_toolset("process", "Background process management", ["process"])
+define_toolset("files", "Text files in the session sandbox", ["read_file", "write_file"])
 define_toolset("agent", "Agent-loop tools (run by the agent loop, not the worker)",
                ["todo_list", "memory", "session_search", "delegate_task"])  # fmt: skip
-define_toolset("sandbox", "Everything a sandbox session needs", includes=["terminal", "process"])
+define_toolset(
+    "sandbox", "Everything a sandbox session needs", includes=["terminal", "process", "files"]
+)
 # Platform presets: what each front door exposes by default.
 define_toolset("sbx-worker", "Preset: tools the Celery worker serves", includes=["sandbox"])
 define_toolset("sbx-cli", "Preset: the sbx CLI", includes=["sandbox"])

@@ -29,6 +29,15 @@ def sbx_home() -> Iterator[Path]:
     shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.fixture
+def scratch_dir() -> Iterator[Path]:
+    """A fresh, short directory of the test's own (a sandbox's starting directory, files
+    the test shares with a local sandbox), removed afterwards."""
+    path = short_tmpdir("sbx-scratch-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def external_redis_url() -> Iterator[str]:
     """URL of a real redis-server started for this test session."""

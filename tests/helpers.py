@@ -155,6 +155,16 @@ class WorkerProcess:
         return self.log_path.read_text(errors="replace")
 
 
+def installed_distribution(where: Path, name: str, entry_points: str) -> Path:
+    """A directory to put on ``PYTHONPATH`` that holds an installed distribution ``name``
+    whose ``entry_points.txt`` is ``entry_points`` (plugins "from another package")."""
+    dist = where / f"{name.replace('-', '_')}-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(entry_points)
+    return where
+
+
 def files_containing(root: Path, needles: tuple[str, ...] | list[str]) -> list[str]:
     """``path:needle-prefix`` for every regular file under ``root`` holding any needle.
 

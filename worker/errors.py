@@ -28,8 +28,10 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_USAGE",
     "BrokerUnavailable",
+    "CallError",
     "ClientError",
     "Denied",
+    "FileError",
     "ForgedResult",
     "Invalid",
     "NotFound",
@@ -65,10 +67,9 @@ class BrokerUnavailable(ClientError):
     """The broker could not be reached: the message says whether the call was sent."""
 
 
-class ProcessError(SbxError, RuntimeError):
-    """A process or receipt action answered an error; ``status`` is its wire status
-    (``denied``, ``not_found``, ``invalid``, ``pending``, ``error``, ...) and ``result``
-    the whole answer."""
+class CallError(SbxError, RuntimeError):
+    """A call answered an error; ``status`` is its wire status (``denied``, ``not_found``,
+    ``invalid``, ``pending``, ``error``, ...) and ``result`` the whole answer."""
 
     def __init__(
         self, message: str, status: str = "error", result: dict[str, Any] | None = None
@@ -76,6 +77,15 @@ class ProcessError(SbxError, RuntimeError):
         super().__init__(message)
         self.status = status
         self.result = result or {}
+
+
+class ProcessError(CallError):
+    """A process or receipt action answered an error (see :class:`CallError`)."""
+
+
+class FileError(CallError):
+    """An upload or download answered an error, or its bytes arrived incomplete
+    (see :class:`CallError`)."""
 
 
 EXIT_FOR_STATUS: dict[str, int] = {

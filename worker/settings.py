@@ -245,6 +245,8 @@ class Settings(BaseSettings):
     """The longest command (UTF-8 bytes) a call may carry; longer ones are refused unread."""
     max_call_bytes: int = Field(default=1 << 20, ge=4096)
     """The most bytes of arguments a call sent as raw text may carry."""
+    max_file_bytes: int = Field(default=64 << 20, ge=1024)
+    """The largest file an upload, a download, ``read_file`` or ``write_file`` moves."""
     lease_retention: int = Field(default=7 * 86_400, ge=60)
     """Seconds a session's lease and recorded state outlive its last call."""
     shutdown_grace: float = Field(default=30.0, ge=0)
@@ -290,7 +292,8 @@ class Settings(BaseSettings):
     command_allowlist: list[str] = Field(default_factory=list)
     command_denylist: list[str] = Field(default_factory=list)
     plugins: dict[str, Any] = Field(default_factory=dict)
-    """Tool registry plugin settings (``plugins.entries.<id>.allow_tool_override``)."""
+    """Tool plugins: ``entries.<id>.enabled``/``allow_tool_override``, ``repair`` (the
+    plugin whose argument repair is used); see ``registry.plugins``."""
     backend_env: dict[str, str] = Field(default_factory=_env_backend_vars, exclude=True, repr=False)
     """``SBX_<BACKEND>_<KEY>`` variables as read at start (values may be secrets)."""
 

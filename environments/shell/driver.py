@@ -218,11 +218,13 @@ class SessionShell:
         timeout: float,
         output_limit: int,
         cancel: threading.Event | None = None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> ShellResult:
         """Run ``command`` in the session; see :meth:`environments.base.Environment.exec`.
 
         Setting ``cancel`` stops the command like a timeout does (its tree is
-        killed), and the result says ``cancelled``.
+        killed), and the result says ``cancelled``. ``on_output`` gets every piece
+        of the command's output as it is read (never the framing markers).
         """
         if "\x00" in command or (workdir and "\x00" in workdir):
             raise InvalidCommand("command and workdir must not contain NUL bytes")
@@ -240,7 +242,7 @@ class SessionShell:
             try:
                 return self._collect(
                     channel, scanner, workdir, overrides, timeout, output_limit,
-                    self.restarts > restarts_before, cancel,
+                    self.restarts > restarts_before, cancel, on_output,
                 )  # fmt: skip
             except _ShellWasGone:
                 # The shell died before it read our command: nothing ran, so retry once.
@@ -280,6 +282,7 @@ class SessionShell:
         output_limit: int,
         restarted: bool,
         cancel: threading.Event | None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> ShellResult:
         capture = OutputCapture(output_limit)
         pgid: int | None = None
@@ -323,6 +326,8 @@ class SessionShell:
             for event in scanner.feed(chunk):
                 if isinstance(event, Output):
                     capture.feed(event.data)
+                    if on_output is not None:
+                        on_output(event.data)
                 elif event.kind == KIND_PGID:
                     pgid = _parse_int(event.payload)
                 elif event.kind == KIND_ENV:

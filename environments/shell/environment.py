@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from typing import ClassVar
 
 from environments.base import Environment, ExecResult, ShellIdentity, ShellState
@@ -24,6 +25,7 @@ from environments.shell.driver import SessionShell, ShellResult
 class ShellEnvironment(Environment):
     """An :class:`Environment` whose commands run in one long-lived session shell."""
 
+    streams_output: ClassVar[bool] = True
     shell: SessionShell
     _killed: dict[int, set[int]]
 
@@ -36,6 +38,7 @@ class ShellEnvironment(Environment):
         timeout: float = 180.0,
         output_limit: int = 100_000,
         cancel: threading.Event | None = None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> ExecResult:
         started = time.monotonic()
         self._before_exec()
@@ -48,6 +51,7 @@ class ShellEnvironment(Environment):
             timeout=timeout,
             output_limit=output_limit,
             cancel=cancel,
+            on_output=on_output,
         )
         return self._after_exec(result, started)
 

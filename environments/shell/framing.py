@@ -55,11 +55,23 @@ class Marker:
 Event = Output | Marker
 
 
+def _token_start(buf: bytes, start: int, token: bytes) -> int:
+    """Where a tail of ``buf`` (from ``start`` on) that may begin ``token`` starts;
+    ``len(buf)`` when no tail can (so output is never held back needlessly)."""
+    i = buf.find(token[:1], start)
+    while i >= 0:
+        if token.startswith(buf[i:]):
+            return i
+        i = buf.find(token[:1], i + 1)
+    return len(buf)
+
+
 class MarkerScanner:
     """Incremental splitter of a shell stream into :class:`Output` and :class:`Marker`.
 
-    Holds back at most ``len(token) - 1`` bytes of output (a possible marker
-    start) plus the payload of one marker being read.
+    Holds back only output that may be the start of a marker (a tail of at most
+    ``len(token) - 1`` bytes that begins the token: live output is not delayed)
+    plus the payload of one marker being read.
     """
 
     def __init__(self, token: bytes) -> None:
@@ -82,7 +94,7 @@ class MarkerScanner:
             if not self._in_marker:
                 i = buf.find(token, pos)
                 if i < 0:
-                    keep = max(pos, len(buf) - (tlen - 1))
+                    keep = _token_start(buf, max(pos, len(buf) - (tlen - 1)), token)
                     if keep > pos:
                         yield Output(buf[pos:keep])
                     self._buf = buf[keep:]

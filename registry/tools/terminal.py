@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from environments.base import ExecResult
 from environments.errors import InvalidCommand, WorkdirNotFound
 from environments.pty_exec import run_on_pty
 from registry.approval.limits import CommandTooLong
@@ -86,6 +88,23 @@ def session_environment(ctx: ToolContext) -> dict[str, str] | None:
     return dict(state.env) if state is not None else None
 
 
+def approval_refusal(command: str, ctx: ToolContext) -> dict[str, Any] | None:
+    """The refusal of ``command`` by the worker's approval guard (None: it may run, or
+    there is no guard). Checked on every call, retries included: an allow may consume
+    a once-approval."""
+    guard = ctx.components.get("approval")
+    if guard is None:
+        return None
+    try:
+        decision = guard.check(
+            command, session_id=ctx.session_id, backend=ctx.backend, env=session_environment(ctx)
+        )
+    except CommandTooLong as exc:
+        return {"error": str(exc), "status": "invalid"}
+    refusal = decision.to_tool_result()
+    return None if refusal is None else dict(refusal)
+
+
 def _kill_grace(env: Any) -> float:
     grace = getattr(getattr(env, "config", None), "kill_grace", None)
     return float(grace) if isinstance(grace, int | float) else 2.0
@@ -114,26 +133,16 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     ``pty: true`` in the foreground runs on a pseudo-terminal
     (:mod:`environments.pty_exec`) where the backend has one, and is refused
     (``status: unsupported``, naming the backends that have one) where it has not.
+    A streamed call (``ctx.on_output``) gets the output as it is read; on a pty, or a
+    backend that cannot stream, all of it once the command ended.
     """
     if args.pty and not args.background:
         refusal = _pty_refusal(ctx.backend)
         if refusal is not None:
             return refusal
-    guard = ctx.components.get("approval")
-    if guard is not None:
-        # Checked on every call (retries included): an allow may consume a once-approval.
-        try:
-            decision = guard.check(
-                args.command,
-                session_id=ctx.session_id,
-                backend=ctx.backend,
-                env=session_environment(ctx),
-            )
-        except CommandTooLong as exc:
-            return {"error": str(exc), "status": "invalid"}
-        refusal = decision.to_tool_result()
-        if refusal is not None:
-            return dict(refusal)
+    refusal = approval_refusal(args.command, ctx)
+    if refusal is not None:
+        return refusal
     if args.background:
         processes = ctx.components.get("processes")
         if processes is None:
@@ -142,9 +151,17 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     timeout = min(args.timeout or ctx.default_timeout, ctx.max_timeout)
     # Leave the worker a moment to answer before the call's own deadline.
     timeout_s = max(0.1, min(float(timeout), ctx.remaining() - 0.5))
+    live = ctx.on_output
     try:
         with ctx.pool.use(ctx.session_id, ctx.backend) as env:
-            run = partial(run_on_pty, env, kill_grace=_kill_grace(env)) if args.pty else env.exec
+            streams = live is not None and env.streams_output and not args.pty
+            run: Callable[..., ExecResult]
+            if args.pty:
+                run = partial(run_on_pty, env, kill_grace=_kill_grace(env))
+            elif streams:  # on_output only where the backend takes it (a plugin's may not)
+                run = partial(env.exec, on_output=live)
+            else:
+                run = env.exec
             result = run(
                 args.command,
                 workdir=args.workdir,
@@ -152,6 +169,8 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
                 output_limit=ctx.output_limit,
                 cancel=ctx.cancel,
             )
+        if live is not None and not streams and result.output:
+            live(result.output.encode())  # this backend cannot stream: all of it at the end
     except WorkdirNotFound as exc:
         return {"output": "", "exit_code": 1, "error": str(exc), "cwd": args.workdir or "",
                 "truncated": False, "duration_ms": 0}  # fmt: skip

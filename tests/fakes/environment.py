@@ -29,6 +29,7 @@ class MemoryEnvironment(Environment):
 
     backend: ClassVar[str] = "memory"
     config_model: ClassVar[type[BackendConfig]] = MemoryConfig
+    streams_output: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -68,6 +69,7 @@ class MemoryEnvironment(Environment):
         timeout: float = 180.0,
         output_limit: int = 100_000,
         cancel: threading.Event | None = None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> ExecResult:
         if workdir is not None and workdir not in self.directories:
             raise WorkdirNotFound(f"workdir does not exist: {workdir} (nothing was run)")
@@ -86,6 +88,8 @@ class MemoryEnvironment(Environment):
         if ended == "timeout":
             return ExecResult(output="", exit_code=124, cwd=self.cwd, timed_out=True)
         data = command.encode()
+        if on_output is not None:
+            on_output(data)
         kept = data[:output_limit]
         return ExecResult(
             output=kept.decode(errors="replace"),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures_workers import settings_for, worker_env
-from tests.helpers import REPO, WorkerProcess, wait_until
+from tests.helpers import REPO, WorkerProcess, installed_distribution, wait_until
 from worker.client import SandboxClient
 
 
@@ -21,15 +21,11 @@ from worker.client import SandboxClient
 def plugin_path(tmp_path: Path) -> Path:
     """A directory holding an installed distribution whose entry point names the
     in-memory test backend (``tests.fakes.environment:MemoryEnvironment``)."""
-    dist = tmp_path / "plugins" / "sbx_memory_backend-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: sbx-memory-backend\nVersion: 0.1\n"
+    return installed_distribution(
+        tmp_path / "plugins",
+        "sbx-memory-backend",
+        "[sbx.environments]\nmemory = tests.fakes.environment:MemoryEnvironment\n",
     )
-    (dist / "entry_points.txt").write_text(
-        "[sbx.environments]\nmemory = tests.fakes.environment:MemoryEnvironment\n"
-    )
-    return dist.parent
 
 
 def _env(home: Path, plugins: Path, **extra: str) -> dict[str, str]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
 
 import redis
 from celery import Celery
@@ -25,6 +25,7 @@ from worker.errors import BrokerUnavailable, ForgedResult
 from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger, declare_lost
 from worker.protocol.messages import ToolCallMessage
+from worker.protocol.streams import Piece
 from worker.protocol.tasks import SENT_AT_HEADER, TOOL_CALL_TASK
 from worker.settings import Settings
 
@@ -45,6 +46,19 @@ def _forged(call_id: str, count: int) -> ForgedResult:
         f"call {call_id}: {count} answer(s) failed their authentication check (written by "
         "something other than a worker) and were dropped; no genuine answer came in time"
     )
+
+
+Result = TypeVar("Result")
+
+
+def drain(stream: Generator[Any, None, Result]) -> Result:
+    """Run a generator to its end, passing over what it yields; what it returns."""
+    while True:
+        try:
+            next(stream)
+        except StopIteration as done:
+            result: Result = done.value
+            return result
 
 
 class CallSender:
@@ -107,15 +121,33 @@ class CallSender:
         ``accept`` opens each answer; one it refuses is dropped and the wait goes on (the
         genuine answer may still come); if none came, :class:`~worker.errors.ForgedResult`.
         """
+        answer = self._wait(call_id, wait, claimed=claimed, streamed=False, accept=accept)
+        assert not isinstance(answer, Piece)  # only a streamed wait returns pieces
+        return answer
+
+    def _wait(
+        self,
+        call_id: str,
+        wait: float,
+        *,
+        claimed: bool,
+        streamed: bool,
+        accept: Accept | None,
+    ) -> str | Piece | None:
+        """:meth:`wait_answer`; ``streamed``: a piece of the call's stream, as soon as one
+        comes, is an answer too (pieces are not sealed: what they carry is checked against
+        the sealed result -- a download's size and digest -- or is output the result
+        repeats)."""
+        take = self.ledger.take_streamed if streamed else self.ledger.take_result
         deadline = time.monotonic() + wait
         backoff = _RECONNECT_FIRST_S
         forged = 0
         while True:
             remaining = deadline - time.monotonic()
             try:
-                value = self.ledger.take_result(
-                    call_id, min(_LIVENESS_POLL_S, max(0.0, remaining))
-                )
+                value = take(call_id, min(_LIVENESS_POLL_S, max(0.0, remaining)))
+                if isinstance(value, Piece):
+                    return value
                 if value is not None:
                     opened = value if accept is None else accept(value)
                     if opened is not None:
@@ -172,16 +204,37 @@ class CallSender:
         the worker it was sent to is gone, or its session moved -- it is sent there again,
         with what is left of its deadline (proved again with ``sign``). The claim key makes
         a call run at most once however often it was sent. ``accept``: see :meth:`wait_answer`.
+        Pieces of a streamed call's stream are passed over.
         """
+        return drain(self.exchange(message, queue, wait, reroute, accept=accept, sign=sign))
+
+    def exchange(
+        self,
+        message: ToolCallMessage,
+        queue: str | None,
+        wait: float,
+        reroute: Callable[[], str | None] | None = None,
+        *,
+        accept: Accept | None = None,
+        sign: Callable[[ToolCallMessage], ToolCallMessage] | None = None,
+    ) -> Generator[bytes, None, str]:
+        """:meth:`call` that yields the pieces of the call's stream as they come (when
+        ``message.stream``) and returns its result."""
         self.send_call(message, queue)
         deadline = time.monotonic() + wait
         sent_to = queue
         while True:
             remaining = deadline - time.monotonic()
-            answer = self.wait_answer(
-                message.call_id, max(0.0, min(REROUTE_CHECK_S, remaining)), claimed=True,
+            answer = self._wait(
+                message.call_id,
+                max(0.0, min(REROUTE_CHECK_S, remaining)),
+                claimed=True,
+                streamed=message.stream,
                 accept=accept,
             )
+            if isinstance(answer, Piece):
+                yield answer.data
+                continue
             if answer is not None:
                 return answer
             remaining = deadline - time.monotonic()

@@ -29,7 +29,8 @@ def cli_session_id(settings: Settings) -> str:
     return settings.session_id or f"cli-{getpass.getuser()}"
 
 
-def _client(settings: Settings, backend: str | None = None) -> Any:
+def session_client(settings: Settings, backend: str | None = None) -> Any:
+    """A client of the CLI's session (``cli_session_id``), on ``backend`` when given."""
     from worker.client import SandboxClient
 
     return SandboxClient(session_id=cli_session_id(settings), backend=backend, settings=settings)
@@ -84,15 +85,13 @@ def cmd_exec(args: argparse.Namespace) -> int:
         call["timeout"] = args.timeout
     if args.pty:
         call["pty"] = True
-    with _client(settings, args.backend) as client:
-        result = json.loads(client.tool_call("terminal", call))
+    with session_client(settings, args.backend) as client:
+        run = _call if args.json else _call_live  # --json: one document, at the end
+        result = run(client, call)
         if result.get("status") == "approval_required" and _interactive(args):
-            result = _ask_and_retry(client, call, result)
+            result = _ask_and_retry(client, call, result, run)
     if args.json:
         emit(result, as_json=True)
-    elif result.get("output"):
-        sys.stdout.write(result["output"])
-        sys.stdout.flush()
     status = result.get("status")
     if status in ("approval_required", "blocked", "denied"):
         reason = result.get("description") or result.get("error") or status
@@ -105,12 +104,32 @@ def cmd_exec(args: argparse.Namespace) -> int:
     return int(result["exit_code"])
 
 
+def _call(client: Any, call: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(client.tool_call("terminal", call))
+    return result
+
+
+def _call_live(client: Any, call: dict[str, Any]) -> dict[str, Any]:
+    """The terminal call, its output printed while the command runs; its result."""
+    stream = client.tool_stream("terminal", call)
+    while True:
+        try:
+            piece = next(stream)
+        except StopIteration as done:
+            result: dict[str, Any] = json.loads(done.value)
+            return result
+        sys.stdout.buffer.write(piece)
+        sys.stdout.flush()
+
+
 def _interactive(args: argparse.Namespace) -> bool:
     return not args.json and sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def _ask_and_retry(client: Any, call: dict[str, Any], refusal: dict[str, Any]) -> dict[str, Any]:
-    """Ask the person at the terminal; on approval, retry the call once."""
+def _ask_and_retry(
+    client: Any, call: dict[str, Any], refusal: dict[str, Any], run: Any
+) -> dict[str, Any]:
+    """Ask the person at the terminal; on approval, retry the call once with ``run``."""
     from registry.approval import prompt_for_approval
 
     answer = prompt_for_approval(
@@ -122,13 +141,13 @@ def _ask_and_retry(client: Any, call: dict[str, Any], refusal: dict[str, Any]) -
     approved = client.approve(refusal["approval_id"], answer)
     if approved.status != "approved":
         return {**refusal, "error": approved.error}
-    result: dict[str, Any] = json.loads(client.tool_call("terminal", call))
+    result: dict[str, Any] = run(client, call)
     return result
 
 
 def cmd_approval(args: argparse.Namespace) -> int:
     settings = get_settings()
-    with _client(settings) as client:
+    with session_client(settings) as client:
         if args.action == "approve":
             result = client.approve(args.approval_id, args.scope)
         else:
@@ -149,7 +168,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     answered JSON, which built-in tools always do, else its text)."""
     settings = get_settings()
     session_id = cli_session_id(settings)
-    with _client(settings, args.backend) as client:
+    with session_client(settings, args.backend) as client:
         raw = client.tool_call(args.tool, args.args)
     if not args.json:
         sys.stdout.write(raw + "\n")
@@ -164,20 +183,20 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    """Tool definitions, MCP tools included from the shared snapshot (never connects)."""
+    """Tool definitions, plugins' tools and MCP tools (from the shared snapshot: never
+    connects) included; ``--scope`` and ``--context-window`` as a worker applies them."""
     from registry.core import registry
+    from registry.deferral import expose_tools
     from registry.discovery import discover_builtin_tools
     from registry.mcp import sync_mcp_tools_to_registry
-    from registry.toolsets import (
-        LEGACY_TOOLSET_MAP,
-        PLATFORM_PRESETS,
-        all_toolset_names,
-        get_tool_definitions,
-    )
+    from registry.plugins import load_plugins_once
+    from registry.toolsets import LEGACY_TOOLSET_MAP, PLATFORM_PRESETS, all_toolset_names
     from worker.service.mcp import open_offline_catalog
 
     settings = get_settings()
+    scope = _json_object(args.scope, "--scope") if args.scope else {}
     discover_builtin_tools()
+    load_plugins_once(settings.plugins)
     if settings.mcp_servers:  # what workers last saw; a never-seen server contributes nothing
         sync_mcp_tools_to_registry(registry, open_offline_catalog(settings))
     enabled = args.toolsets.split(",") if args.toolsets else None
@@ -186,12 +205,29 @@ def cmd_tools(args: argparse.Namespace) -> int:
     if unknown:
         fail(f"unknown toolset(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
              EXIT_USAGE)  # fmt: skip
-    definitions = get_tool_definitions(enabled_toolsets=enabled, quiet_mode=True)
-    human = "\n".join(
-        f"{d['function']['name']}: {d['function'].get('description', '')[:90]}" for d in definitions
+    shown = expose_tools(
+        registry, toolsets=enabled, scope=scope, context_window=args.context_window
     )
-    emit(definitions, as_json=True) if args.json else emit(None, as_json=False, human=human)
+    lines = [f"{d['function']['name']}: {d['function'].get('description', '')[:90]}"
+             for d in shown.tools]  # fmt: skip
+    if shown.deferred:
+        lines.append("deferred: " + ", ".join(e.name for e in shown.deferred))
+    value: Any = shown.tools
+    if args.context_window is not None:  # the shape of the client's tool_definitions
+        value = {"tools": shown.tools, "deferred": [e.name for e in shown.deferred],
+                 "system_prompt": shown.system_prompt_section()}  # fmt: skip
+    emit(value, as_json=args.json, human="\n".join(lines))
     return EXIT_OK
+
+
+def _json_object(text: str, option: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        fail(f"{option} takes a JSON object: {exc}", EXIT_USAGE)
+    if not isinstance(value, dict):
+        fail(f"{option} takes a JSON object, not {type(value).__name__}", EXIT_USAGE)
+    return value
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -329,6 +365,9 @@ def add_core_commands(sub: Any) -> None:
 
     p = sub.add_parser("tools", help="model-facing tool definitions")
     p.add_argument("--toolsets", help="comma-separated toolsets")
+    p.add_argument("--scope", help="JSON object each tool's applies(scope) is asked about")
+    p.add_argument("--context-window", type=int, metavar="TOKENS",
+                   help="the model's context window: large tool sets are deferred")  # fmt: skip
     _add_json(p)
     p.set_defaults(func=cmd_tools)
 

@@ -8,8 +8,8 @@ backend -- and registers no tool.
 
 from worker.client.aio import AsyncSandboxClient
 from worker.client.sync import SandboxClient
-from worker.errors import BrokerUnavailable, ClientError, ProcessError
-from worker.protocol.messages import ApprovalResult, TerminalResult
+from worker.errors import BrokerUnavailable, CallError, ClientError, FileError, ProcessError
+from worker.protocol.messages import ApprovalResult, FileInfo, TerminalResult, ToolDefinitions
 from worker.protocol.process_messages import (
     Continuation,
     ProcessLog,
@@ -23,8 +23,11 @@ __all__ = [
     "ApprovalResult",
     "AsyncSandboxClient",
     "BrokerUnavailable",
+    "CallError",
     "ClientError",
     "Continuation",
+    "FileError",
+    "FileInfo",
     "ProcessError",
     "ProcessLog",
     "ProcessStarted",
@@ -33,4 +36,5 @@ __all__ = [
     "Receipt",
     "SandboxClient",
     "TerminalResult",
+    "ToolDefinitions",
 ]

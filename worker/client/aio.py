@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from worker.client.processes import AsyncProcessClientMixin
 from worker.client.sync import SandboxClient
-from worker.protocol.messages import ApprovalResult, TerminalResult
+from worker.protocol.messages import ApprovalResult, FileInfo, TerminalResult, ToolDefinitions
 from worker.settings import Settings
 
 
@@ -53,6 +55,60 @@ class AsyncSandboxClient(AsyncProcessClientMixin):
         self, command: str, *, workdir: str | None = None, timeout: int | None = None
     ) -> TerminalResult:
         return await asyncio.to_thread(self._sync.exec, command, workdir=workdir, timeout=timeout)
+
+    async def exec_stream(
+        self,
+        command: str,
+        *,
+        workdir: str | None = None,
+        timeout: int | None = None,
+        call_id: str | None = None,
+    ) -> AsyncIterator[str | TerminalResult]:
+        """As :meth:`SandboxClient.exec_stream`, an async iterator: output pieces while the
+        command runs, the :class:`TerminalResult` last. Cancelling the consuming task, or
+        leaving the loop early, cancels the command."""
+        call_id = call_id or uuid.uuid4().hex
+        items = self._sync.exec_stream(command, workdir=workdir, timeout=timeout, call_id=call_id)
+        finished = waiting = False
+        try:
+            while not finished:
+                waiting = True
+                item = await asyncio.to_thread(next, items, None)
+                waiting = False
+                if item is None:
+                    return
+                finished = isinstance(item, TerminalResult)
+                yield item
+        finally:
+            if not finished and waiting:
+                # A thread is still inside ``next``: ask the worker to stop the command;
+                # its result then ends that wait.
+                await asyncio.shield(asyncio.to_thread(self._sync.cancel, call_id))
+            elif not finished:
+                await asyncio.to_thread(items.close)  # cancels the call (exec_stream's contract)
+
+    async def upload(self, path: str, data: bytes) -> FileInfo:
+        """As :meth:`SandboxClient.upload`."""
+        return await asyncio.to_thread(self._sync.upload, path, data)
+
+    async def download(self, path: str) -> bytes:
+        """As :meth:`SandboxClient.download`."""
+        return await asyncio.to_thread(self._sync.download, path)
+
+    async def tool_definitions(
+        self,
+        *,
+        context_window: int | None = None,
+        scope: dict[str, Any] | None = None,
+        toolsets: list[str] | None = None,
+    ) -> ToolDefinitions:
+        """As :meth:`SandboxClient.tool_definitions`."""
+        return await asyncio.to_thread(
+            functools.partial(
+                self._sync.tool_definitions,
+                context_window=context_window, scope=scope, toolsets=toolsets,
+            )
+        )  # fmt: skip
 
     async def approve(
         self, approval_id: str, scope: Literal["once", "session", "always"] = "once"

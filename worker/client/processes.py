@@ -23,7 +23,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from worker.errors import ProcessError
+from worker.errors import CallError, ProcessError
 from worker.protocol.ledger import read_route
 from worker.protocol.process_messages import (
     Continuation,
@@ -50,19 +50,22 @@ _WAIT_SLACK_S = 3.0
 """What ``wait`` adds to the caller's own timeout: the worker answers at the timeout."""
 
 
-def _parse(raw: str) -> dict[str, Any]:
+def parse_answer(raw: str, error: type[CallError] = ProcessError) -> dict[str, Any]:
+    """The JSON object a worker answered; ``error`` raised for an error or a refusal."""
     try:
         value = json.loads(raw)
     except ValueError:
-        raise ProcessError(f"the worker answered with non-JSON: {raw[:200]!r}") from None
+        raise error(f"the worker answered with non-JSON: {raw[:200]!r}") from None
     if not isinstance(value, dict):
-        raise ProcessError(f"unexpected answer: {raw[:200]!r}")
+        raise error(f"unexpected answer: {raw[:200]!r}")
     if value.get("error"):
-        raise ProcessError(str(value["error"]), str(value.get("status") or "error"), value)
+        raise error(str(value["error"]), str(value.get("status") or "error"), value)
     if value.get("status") in ("approval_required", "blocked"):
         message = value.get("description") or value.get("status")
-        raise ProcessError(str(message), str(value["status"]), value)
+        raise error(str(message), str(value["status"]), value)
     return value
+
+
 
 
 class ProcessClientMixin:
@@ -101,7 +104,7 @@ class ProcessClientMixin:
 
     def _process(self, args: dict[str, Any], *, wait: float = _SLACK_S) -> dict[str, Any]:
         """One ``process`` action, sent where its process lives (``tool_call`` routes it)."""
-        return _parse(str(self._host().tool_call("process", args, wait=wait)))
+        return parse_answer(str(self._host().tool_call("process", args, wait=wait)))
 
     # -- processes -------------------------------------------------------------------------
 
@@ -115,7 +118,7 @@ class ProcessClientMixin:
         if pty:
             args["pty"] = True
         return ProcessStarted.model_validate(
-            _parse(self._host().tool_call("terminal", args, wait=60.0))
+            parse_answer(self._host().tool_call("terminal", args, wait=60.0))
         )
 
     def poll(self, process_id: str) -> ProcessStatus:
@@ -198,7 +201,7 @@ class ProcessClientMixin:
             raise ProcessError(
                 f"no worker answered within {wait:g}s: is an `sbx worker` running?", "pending"
             )
-        return _parse(raw)
+        return parse_answer(raw)
 
     def receipt(self, process_id: str) -> Receipt:
         """The receipt of a finished process this session (or its predecessor) owns."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any, Literal
 
 import redis
@@ -19,18 +19,22 @@ from celery import Celery
 from process_registry.sessions import InvalidSessionId, validate_session_id
 from worker.broker.connection import display_url, resolve_broker_url, resolve_ledger_url
 from worker.broker.sender import CallSender
+from worker.client import files
 from worker.client.auth import ClientAuth, client_auth
-from worker.client.processes import ProcessClientMixin
-from worker.errors import BrokerUnavailable, ClientError, SessionRequired
+from worker.client.processes import ProcessClientMixin, parse_answer
+from worker.errors import BrokerUnavailable, CallError, ClientError, SessionRequired
 from worker.protocol.ledger import CallLedger
 from worker.protocol.mac import answer_opener
 from worker.protocol.messages import (
     ApprovalMessage,
     ApprovalResult,
+    FileInfo,
     TerminalResult,
     ToolCallMessage,
+    ToolDefinitions,
+    ToolsRequest,
 )
-from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, SESSION_TOOLS
+from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, SESSION_TOOLS, TOOLS_TASK
 from worker.settings import Settings, get_settings
 
 # Extra time a client waits beyond the command's own timeout.
@@ -43,6 +47,16 @@ def call_budget(args: Any, settings: Settings) -> float:
     if isinstance(args, dict) and isinstance(args.get("timeout"), int):
         timeout = min(max(1, args["timeout"]), settings.max_timeout)
     return float(timeout) + ANSWER_SLACK_S
+
+
+def terminal_args(command: str, workdir: str | None, timeout: int | None) -> dict[str, Any]:
+    """The arguments of a foreground ``terminal`` call."""
+    args: dict[str, Any] = {"command": command}
+    if workdir is not None:
+        args["workdir"] = workdir
+    if timeout is not None:
+        args["timeout"] = timeout
+    return args
 
 
 class SandboxClient(ProcessClientMixin):
@@ -117,9 +131,56 @@ class SandboxClient(ProcessClientMixin):
         while waiting, the call is cancelled before the exception propagates.
         Raises :class:`~worker.errors.BrokerUnavailable` when the broker cannot be reached.
         """
+        message, queue, reroute = self._outgoing(name, args, wait, call_id, queue)
+        accept = answer_opener(self.auth.token, message.call_id)
+        try:
+            answer = self.sender.call(message, queue, float(message.deadline_s or 0), reroute,
+                                      accept=accept, sign=self._sign_call)  # fmt: skip
+        except KeyboardInterrupt:
+            self.cancel(message.call_id)
+            raise
+        return self._noted(answer)
+
+    def tool_stream(
+        self,
+        name: str,
+        args: Any,
+        *,
+        wait: float | None = None,
+        call_id: str | None = None,
+        transfer: Literal["upload", "download"] | None = None,
+    ) -> Generator[bytes, None, str]:
+        """:meth:`tool_call` that yields the pieces of the call's stream as they come -- a
+        terminal command's redacted output (UTF-8 text), a download's bytes -- and returns
+        the tool-result JSON. Closing the generator before the result cancels the call.
+        ``transfer`` marks a platform byte transfer (``worker.client.files``)."""
+        message, queue, reroute = self._outgoing(
+            name, args, wait, call_id, None, stream=True, transfer=transfer
+        )
+        accept = answer_opener(self.auth.token, message.call_id)
+        exchange = self.sender.exchange(message, queue, float(message.deadline_s or 0), reroute,
+                                        accept=accept, sign=self._sign_call)  # fmt: skip
+        finished = False
+        try:
+            result = yield from exchange
+            finished = True
+            return self._noted(result)
+        finally:
+            if not finished:  # abandoned, interrupted or failed: stop the command
+                self.cancel(message.call_id)
+
+    def _outgoing(
+        self,
+        name: str,
+        args: Any,
+        wait: float | None,
+        call_id: str | None,
+        queue: str | None,
+        **fields: Any,
+    ) -> tuple[ToolCallMessage, str | None, Callable[[], str | None] | None]:
+        """The message of a call, the queue it goes to and how to find that queue again."""
         if wait is None:
             wait = call_budget(args, self.settings)
-        call_id = call_id or uuid.uuid4().hex
         reroute: Callable[[], str | None] | None = None
         if queue is None and name == "process" and isinstance(args, dict):
             # A process lives on one worker: its actions go to that worker's own queue.
@@ -131,23 +192,27 @@ class SandboxClient(ProcessClientMixin):
             # The session lives on the worker holding its lease (none yet: the shared queue).
             queue = self._session_route()
             reroute = functools.partial(self._session_route, refresh=True)
-        message = self.call_message(name, args, call_id=call_id, wait=wait)
-        accept = answer_opener(self.auth.token, call_id)
-        try:
-            answer = self.sender.call(message, queue, wait, reroute, accept=accept,
-                                      sign=self._sign_call)  # fmt: skip
-        except KeyboardInterrupt:
-            self.cancel(call_id)
-            raise
+        message = self.call_message(name, args, call_id=call_id, wait=wait, **fields)
+        return message, queue, reroute
+
+    def _noted(self, answer: str) -> str:
+        """``answer``, after noting a session that moved to another worker."""
         if '"session_moved": true' in answer:
             self._known_route = None  # served elsewhere from now on: ask again next time
         return answer
 
     def call_message(
-        self, name: str, args: Any, *, call_id: str | None = None, wait: float | None = None
+        self,
+        name: str,
+        args: Any,
+        *,
+        call_id: str | None = None,
+        wait: float | None = None,
+        **fields: Any,
     ) -> ToolCallMessage:
         """The message of one call of tool ``name``, with this session's proof (for callers
-        that publish it themselves; collect its answer with :meth:`result`)."""
+        that publish it themselves; collect its answer with :meth:`result`). ``fields``:
+        further :class:`ToolCallMessage` fields (``stream``, ``transfer``)."""
         message = ToolCallMessage(
             call_id=call_id or uuid.uuid4().hex,
             session_id=self.session_id,
@@ -155,6 +220,7 @@ class SandboxClient(ProcessClientMixin):
             args=args,
             backend=self.backend,
             deadline_s=call_budget(args, self.settings) if wait is None else wait,
+            **fields,
         )
         return self._sign_call(message)
 
@@ -269,12 +335,77 @@ class SandboxClient(ProcessClientMixin):
         timeout: int | None = None,
     ) -> TerminalResult:
         """Run a foreground command; the parsed ``terminal`` result."""
-        args: dict[str, Any] = {"command": command}
-        if workdir is not None:
-            args["workdir"] = workdir
-        if timeout is not None:
-            args["timeout"] = timeout
+        args = terminal_args(command, workdir, timeout)
         return TerminalResult.model_validate_json(self.tool_call("terminal", args))
+
+    def exec_stream(
+        self,
+        command: str,
+        *,
+        workdir: str | None = None,
+        timeout: int | None = None,
+        call_id: str | None = None,
+    ) -> Generator[str | TerminalResult, None, None]:
+        """Run a foreground command, yielding its output while it runs, the result last.
+
+        Output comes as ``str`` pieces, redacted as the result is (a secret is never
+        split across two pieces unredacted); the last item is the
+        :class:`TerminalResult` that :meth:`exec` returns (its ``output`` bounded to
+        head and tail as always: print the pieces or the result's output, not both).
+        A reader that falls far behind gets a note of the output it missed. Leaving
+        the loop early (``break``, an exception) cancels the command.
+        """
+        args = terminal_args(command, workdir, timeout)
+        stream = self.tool_stream("terminal", args, call_id=call_id)
+        try:
+            while True:
+                try:
+                    piece = next(stream)
+                except StopIteration as done:
+                    yield TerminalResult.model_validate_json(done.value)
+                    return
+                yield piece.decode("utf-8", "replace")
+        finally:
+            stream.close()
+
+    # -- files and tools ----------------------------------------------------------------
+
+    def upload(self, path: str, data: bytes) -> FileInfo:
+        """Create or replace ``path`` in this session's sandbox with ``data`` (see
+        :func:`worker.client.files.upload`)."""
+        return files.upload(self, path, data)
+
+    def download(self, path: str) -> bytes:
+        """The bytes of ``path`` in this session's sandbox (see
+        :func:`worker.client.files.download`)."""
+        return files.download(self, path)
+
+    def tool_definitions(
+        self,
+        *,
+        context_window: int | None = None,
+        scope: dict[str, Any] | None = None,
+        toolsets: list[str] | None = None,
+    ) -> ToolDefinitions:
+        """The tools to offer this session's model, from a worker: those of ``toolsets``
+        (all when None) whose ``applies(scope)`` holds; with ``context_window`` (tokens),
+        large tool sets are deferred behind ``tool_search``/``tool_inspect``/``tool_invoke``,
+        which then work in this session's calls. Each request starts afresh: tools
+        inspected under an earlier one must be inspected again.
+        Raises :class:`~worker.errors.CallError` when no worker answers or it refuses."""
+        request = ToolsRequest(
+            session_id=self.session_id,
+            call_id=uuid.uuid4().hex,
+            toolsets=toolsets,
+            scope=scope or {},
+            context_window=context_window,
+        )
+        request, accept = self.auth.sign("tools", request)
+        raw = self.ask(TOOLS_TASK, [request.model_dump(mode="json")], ANSWER_SLACK_S,
+                       task_id=request.call_id, accept=accept)  # fmt: skip
+        if raw is None:
+            raise CallError("no worker answered: is an `sbx worker` running?", "pending")
+        return ToolDefinitions.model_validate(parse_answer(raw, CallError))
 
     def close(self) -> None:
         """Release broker connections."""

@@ -25,6 +25,7 @@ from typing import Any
 import redis
 
 from registry.results import to_json
+from worker.protocol.streams import Piece, stream_key
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +179,17 @@ class CallLedger:
             # BLPOP's timeout 0 means "forever": never pass it through.
             popped: Any = self.client.blpop([result_key(call_id)], timeout=max(0.001, timeout))
         return None if popped is None else _s(popped[1])
+
+    def take_streamed(self, call_id: str, timeout: float) -> str | Piece | None:
+        """The next piece of the call's stream, else its result, waiting up to ``timeout``
+        seconds (None: neither came). Pieces come first: all of them precede the result."""
+        keys = [stream_key(call_id), result_key(call_id)]
+        with self._noting_outage():
+            popped: Any = self.client.blpop(keys, timeout=max(0.001, timeout))
+        if popped is None:
+            return None
+        key, value = popped
+        return _s(value) if _s(key) == keys[1] else Piece(bytes(value))
 
     @contextlib.contextmanager
     def _noting_outage(self) -> Iterator[None]:

@@ -29,6 +29,12 @@ class ToolCallMessage(BaseModel):
     proof: CallProof | None = None
     """The session token's proof over this message (``worker.protocol.mac``): the token
     itself never travels."""
+    stream: bool = False
+    """The caller reads the call's stream in the ledger (``worker.protocol.streams``): a
+    terminal command's output while it runs, or a download's bytes."""
+    transfer: Literal["upload", "download"] | None = None
+    """A byte transfer by the platform, not a model's tool call: ``write_file`` whose bytes
+    wait in the ledger (upload), or ``read_file`` whose bytes come back on the stream."""
 
 
 class TerminalResult(BaseModel):
@@ -80,3 +86,43 @@ class ApprovalResult(BaseModel):
     approval_id: str
     scope: str | None = None
     error: str | None = None
+
+
+class ToolsRequest(BaseModel):
+    """A session's request for the tools to offer its model (``sbx.tools`` task)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    call_id: str = Field(default="", max_length=128)
+    """The task id the answer is delivered to (covered by the proof)."""
+    proof: CallProof | None = None
+    toolsets: list[str] | None = None
+    """Toolsets to offer (None: every toolset the worker knows)."""
+    scope: dict[str, Any] = Field(default_factory=dict)
+    """What each tool's ``applies(scope)`` is asked about (e.g. the assistant's settings)."""
+    context_window: int | None = Field(default=None, gt=0)
+    """The model's context window in tokens; given, large tool sets are deferred."""
+
+
+class ToolDefinitions(BaseModel):
+    """The tools to offer a model, as the worker that will run them sees them.
+
+    ``tools`` are OpenAI function definitions (with ``tool_search``, ``tool_inspect``
+    and ``tool_invoke`` when anything was deferred); ``deferred`` names the tools
+    reachable only through those; ``system_prompt`` is the section that tells the
+    model they exist ('' when nothing was deferred).
+    """
+
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    deferred: list[str] = Field(default_factory=list)
+    system_prompt: str = ""
+
+
+class FileInfo(BaseModel):
+    """What an upload wrote or a download read: the file's absolute path in the sandbox,
+    its size in bytes and the SHA-256 of its content (hex)."""
+
+    path: str
+    size: int
+    sha256: str

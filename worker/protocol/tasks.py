@@ -13,6 +13,9 @@ APPROVAL_TASK = "sbx.approval"
 """An answer to a refusal (:class:`~worker.protocol.messages.ApprovalMessage`)."""
 RECEIPT_OP_TASK = "sbx.receipt_op"
 """A receipt or continuation operation (``process_messages.ReceiptOpMessage``)."""
+TOOLS_TASK = "sbx.tools"
+"""A session's tool definitions (:class:`~worker.protocol.messages.ToolsRequest`); answers
+:class:`~worker.protocol.messages.ToolDefinitions` JSON and records what it deferred."""
 
 SENT_AT_HEADER = "sbx_sent_at"
 """Message header: when the sender published the message (Unix time, seconds). Workers

@@ -15,13 +15,14 @@ import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from process_registry.sessions import InvalidSessionId, TokenInfo, validate_session_id
 from process_registry.tokens.approver import approver_token
+from registry.results import tool_error
 from worker.protocol.mac import (
     MAX_CLOCK_SKEW_S,
     ApproverProof,
@@ -32,7 +33,7 @@ from worker.protocol.mac import (
     seal_result,
 )
 from worker.protocol.revocations import read_epoch
-from worker.service.boundary import AUTH_FAILED, CallerDenied
+from worker.service.boundary import AUTH_FAILED, CallerDenied, error_result
 
 if TYPE_CHECKING:
     from worker.service.runtime import WorkerRuntime
@@ -148,3 +149,23 @@ def check_approver(
         if credential is not None and approver_matches(credential, proof, body):
             return
     raise CallerDenied(APPROVER_REQUIRED)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def verified_message(model: type[M], raw: Any, runtime: WorkerRuntime, kind: str) -> M | str:
+    """``raw`` as a ``model`` (carrying ``session_id``, ``call_id`` and ``proof``) whose
+    proof :func:`authenticate` accepts; else the result that answers it: ``invalid``
+    naming the problems of a malformed message, or ``denied``."""
+    try:
+        message = model.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
+        return tool_error(f"malformed {kind}: {problems}", status="invalid")
+    fields: Any = message  # every session message has these fields
+    try:
+        authenticate(runtime, kind, message, fields.session_id, fields.proof, fields.call_id)
+    except CallerDenied as exc:
+        return error_result(exc)
+    return message

@@ -26,7 +26,10 @@ from worker.protocol.tasks import SESSION_TOOLS
 from worker.service.auth import authenticate
 from worker.service.backends import BackendNotAllowed, check_backend_allowed
 from worker.service.boundary import CallerDenied, error_result
+from worker.service.exposition import is_meta_tool, run_meta_tool
+from worker.service.live import LiveOutput
 from worker.service.runtime import WorkerRuntime
+from worker.service.transfers import run_transfer
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,15 @@ def _limits_error(message: ToolCallMessage, runtime: WorkerRuntime) -> str | Non
         return None
     if not isinstance(args, dict):
         return None
+    content = args.get("content")
+    if isinstance(content, str) and len(content.encode("utf-8", "surrogatepass")) > (
+        settings.max_call_bytes
+    ):
+        return tool_error(
+            f"the content exceeds {settings.max_call_bytes} bytes (SBX_MAX_CALL_BYTES); "
+            "nothing was written: move large files with upload",
+            status="invalid",
+        )
     command = args.get("command")
     if isinstance(command, str) and len(command.encode("utf-8", "surrogatepass")) > (
         settings.max_command_bytes
@@ -159,18 +171,50 @@ def run_call(
         cancel=cancel or threading.Event(),
         forwarded=message.forwarded,
     )
+    live = None
+    if message.stream and message.transfer is None:
+        live = LiveOutput(runtime.streams, message.call_id, redact=settings.redact_output)
+        ctx.on_output = live.feed
     try:
-        result = handle_function_call(
-            message.tool, message.args, task_id=message.call_id, ctx=ctx, registry=tools
-        )
+        result = _dispatch(message, ctx, runtime, tools)
     except Exception as exc:  # dispatch wraps handlers; this guards dispatch itself
         log.exception("dispatch of %s failed", message.tool)
         return tool_error(f"Error executing {message.tool}: {type(exc).__name__}: {exc}")
+    finally:
+        if live is not None:
+            live.close()  # every piece is on the stream before the result is delivered
     if runtime.leases is not None and uses_session(message):
         _record_state(runtime, message.session_id, backend)
     if moved_from is not None:
         result = _say_moved(result, notes)
     return result
+
+
+_TRANSFER_TOOLS = {"upload": "write_file", "download": "read_file"}
+
+
+def _dispatch(
+    message: ToolCallMessage, ctx: ToolContext, runtime: WorkerRuntime, tools: ToolRegistry
+) -> str:
+    """The call's result: a platform transfer, a meta-tool of the session's deferred
+    tools, or a tool of the registry (hooks and the operator's repair around it)."""
+    repair = runtime.components.get("repair")
+    if message.transfer is not None:
+        if _TRANSFER_TOOLS[message.transfer] != message.tool:
+            return tool_error(f"a {message.transfer} is a {_TRANSFER_TOOLS[message.transfer]} "
+                              "call", status="invalid")  # fmt: skip
+        return run_transfer(message, ctx, runtime.streams)
+    if is_meta_tool(message.tool):
+
+        def invoke(name: str, params: dict[str, Any], context: ToolContext) -> str:
+            return handle_function_call(name, params, task_id=context.call_id, ctx=context,
+                                        registry=tools, repair=repair)  # fmt: skip
+
+        return run_meta_tool(message, ctx, runtime, tools, invoke)
+    return handle_function_call(
+        message.tool, message.args, task_id=message.call_id, ctx=ctx, registry=tools,
+        repair=repair,
+    )  # fmt: skip
 
 
 def _record_state(runtime: WorkerRuntime, session_id: str, backend: str) -> None:

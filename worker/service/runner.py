@@ -13,6 +13,7 @@ from celery import Celery
 from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 
 from registry.approval import ApprovalGuard
+from registry.plugins import load_plugins_once
 from worker.broker.app import create_app, worker_queue
 from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
 from worker.protocol.tasks import own_queue_name
@@ -71,6 +72,8 @@ def run_worker(
     install_process_manager(svc, settings, own_queue)
     threads = concurrency or settings.concurrency
     ops = install_operations(app, settings, svc, url, concurrency=threads, events=events)
+    # Tool plugins (entry points), with the operator's opt-ins; their hooks run in dispatch.
+    svc.components["repair"] = load_plugins_once(settings.plugins).repair
     reaper: list[Reaper] = []
     # before consuming: persisted MCP tools are callable from the first task; never blocks
     guard = svc.components.get("approval")

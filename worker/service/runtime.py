@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -15,11 +16,13 @@ import redis
 from environments.pool import SandboxPool
 from process_registry.sessions import SessionSigner
 from registry.approval import ApprovalGuard
+from registry.tools.file_access import FilePolicy
 from worker.broker.connection import redis_client, resolve_broker_url, resolve_ledger_url
 from worker.broker.sender import CallSender
 from worker.identity import load_signer, sealer
 from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger
+from worker.protocol.streams import CallStreams
 from worker.protocol.tasks import own_queue_name
 from worker.service.approval_policy import audit, policy_reader
 from worker.service.backends import BackendConfigs
@@ -74,6 +77,11 @@ class WorkerRuntime:
                 )
                 self._heartbeat.start()
             return self._heartbeat
+
+    @functools.cached_property
+    def streams(self) -> CallStreams:
+        """Calls' streams and staged uploads in the ledger (``worker.protocol.streams``)."""
+        return CallStreams(self.ledger.client)
 
     def sender(self) -> CallSender:
         """A sender on this worker's broker and ledger, for calls it hands to other workers."""
@@ -138,6 +146,10 @@ def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRu
 
     pool.on_released = released
     svc.components["approval"] = build_approval_guard(settings, client, svc.signer)
+    # The worker's own state is out of reach of file operations on its machine.
+    svc.components["files"] = FilePolicy(
+        max_bytes=settings.max_file_bytes, protected=(str(settings.home),)
+    )
     return svc
 
 

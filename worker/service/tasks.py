@@ -13,16 +13,18 @@ from celery import Celery, Task
 from celery.exceptions import Ignore
 
 from registry.context import Cancellation
+from registry.core import registry
 from registry.results import tool_error
 from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger
 from worker.protocol.mac import sealed_body
 from worker.protocol.messages import ToolCallMessage
-from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
+from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK, TOOLS_TASK
 from worker.service.approvals import execute_approval
 from worker.service.auth import CallerScope, caller_scope
 from worker.service.call_observers import notify_answered
 from worker.service.calls import cancelled_before_start, prepare_call, run_call, uses_session
 from worker.service.dispatcher import Busy
+from worker.service.exposition import execute_tools_request
 from worker.service.runtime import WorkerRuntime, runtime
 
 log = logging.getLogger(__name__)
@@ -181,6 +183,12 @@ def register_tasks(app: Celery) -> None:
     @app.task(name=APPROVAL_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def approval(self: Task, message: dict[str, Any]) -> str:
         return answer_in_mailbox(str(self.request.id), execute_approval, message)
+
+    @app.task(name=TOOLS_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
+    def tools(self: Task, message: dict[str, Any]) -> str:
+        return answer_in_mailbox(
+            str(self.request.id), lambda m, svc: execute_tools_request(m, svc, registry), message
+        )
 
     @app.task(name=PING_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def ping(self: Task) -> str:
