@@ -9,6 +9,7 @@ import sys
 from worker.errors import SbxError, exit_code_for
 
 from .commands import add_core_commands
+from .mcp_command import add_mcp_command
 from .output import EXIT_FAILURE, EXIT_USAGE, CliError
 from .process_commands import add_process_commands
 
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     add_core_commands(sub)
     add_process_commands(sub)
+    add_mcp_command(sub)
     from .demo import add_demo_command
 
     add_demo_command(sub)
