@@ -108,8 +108,14 @@ class ReportUnreadable(ValueError):
 
 
 def parse_report(output: str, marker: str) -> ExecReport:
-    """Read :func:`exec_command`'s answer. Raises :class:`ReportUnreadable`."""
-    header, _, rest = output.partition("\n")
+    """Read :func:`exec_command`'s answer (what the session shell itself printed before
+    it, such as a job's ``Terminated``, is skipped). Raises :class:`ReportUnreadable`."""
+    start = output.find(f"{marker} ")
+    while start > 0 and output[start - 1] != "\n":
+        start = output.find(f"{marker} ", start + 1)
+    if start < 0:
+        raise ReportUnreadable("the exec's report is missing from the answer")
+    header, _, rest = output[start:].partition("\n")
     words = header.split()
     if len(words) < 3 or words[0] != marker or not words[1].lstrip("-").isdigit():
         raise ReportUnreadable("the exec's report is missing from the answer")

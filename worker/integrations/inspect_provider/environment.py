@@ -39,7 +39,11 @@ from pydantic import BaseModel
 
 from worker.client import SandboxClient
 from worker.integrations.inspect_provider import commands as sh
-from worker.integrations.inspect_provider.config import SbxSandboxConfig, resolve_config
+from worker.integrations.inspect_provider.config import (
+    CONFIG_FILE,
+    SbxSandboxConfig,
+    resolve_config,
+)
 from worker.integrations.session_calls import SandboxCallError, SessionCalls, parse_result
 
 log = logging.getLogger(__name__)
@@ -77,6 +81,10 @@ class SbxSandboxEnvironment(SandboxEnvironment):
     @classmethod
     def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
         return SbxSandboxConfig.model_validate(config)
+
+    @classmethod
+    def config_files(cls) -> list[str]:
+        return [CONFIG_FILE]
 
     @classmethod
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
