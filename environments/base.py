@@ -310,6 +310,12 @@ class Environment(abc.ABC):
     def close(self) -> None:
         """Release the sandbox. Idempotent."""
 
+    def rest(self) -> None:
+        """The session is idle: end what costs memory while nothing runs (the session
+        shell), keeping the session's state -- its next call starts a new shell with the
+        same cwd and variables. Background processes are untouched. Default: nothing."""
+        return None
+
     def detach(self) -> None:
         """Let go of the sandbox without ending it: another worker serves the session now.
         Ends what this object holds (its shell, connections); the sandbox, its files and

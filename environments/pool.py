@@ -36,6 +36,7 @@ class _Slot:
     env: Environment | None = None
     last_used: float = field(default_factory=time.monotonic)
     busy: int = 0
+    resting: bool = False
 
 
 class SandboxPool:
@@ -47,6 +48,7 @@ class SandboxPool:
         *,
         configs: ConfigLookup = default_configs,
         idle_ttl: float = 3600.0,
+        shell_idle_ttl: float = 300.0,
         keep_alive: Callable[[str, str], bool] | None = None,
         served_elsewhere: Callable[[str], bool] | None = None,
         on_released: Callable[[str, str], None] | None = None,
@@ -55,6 +57,8 @@ class SandboxPool:
         """``config_for(backend)``: the config sandboxes of ``backend`` are created with."""
         self._factory = factory or self._create
         self.idle_ttl = idle_ttl
+        self.shell_idle_ttl = shell_idle_ttl
+        """A sandbox idle this long rests (its shell ends, its state stays)."""
         self.keep_alive: Callable[[str, str], bool] = keep_alive or (lambda sid, backend: False)
         """``keep_alive(session_id, backend)``: True keeps an idle sandbox open."""
         self.served_elsewhere: Callable[[str], bool] = served_elsewhere or (lambda sid: False)
@@ -82,6 +86,7 @@ class SandboxPool:
                 if slot.env is None:
                     slot.env = self._factory(backend, session_id)
                 slot.last_used = time.monotonic()
+                slot.resting = False
                 yield slot.env
                 slot.last_used = time.monotonic()
         finally:
@@ -116,6 +121,31 @@ class SandboxPool:
                 with contextlib.suppress(Exception):
                     self.on_released(session_id, backend)
         return len(victims)
+
+    def rest_idle(self, now: float | None = None) -> int:
+        """Let sandboxes idle for longer than ``shell_idle_ttl`` rest (see
+        :meth:`~environments.base.Environment.rest`); how many did."""
+        now = time.monotonic() if now is None else now
+        with self._guard:
+            tired = [
+                slot
+                for slot in self._slots.values()
+                if not slot.busy and not slot.resting and slot.env is not None
+                and now - slot.last_used >= self.shell_idle_ttl
+            ]  # fmt: skip
+        rested = 0
+        for slot in tired:
+            if not slot.lock.acquire(blocking=False):
+                continue  # a call just started: it is not idle
+            try:
+                if slot.env is not None and not slot.resting:
+                    with contextlib.suppress(Exception):
+                        slot.env.rest()
+                    slot.resting = True
+                    rested += 1
+            finally:
+                slot.lock.release()
+        return rested
 
     def sessions(self) -> set[str]:
         """Sessions with a sandbox in this pool."""

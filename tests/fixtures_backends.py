@@ -184,7 +184,7 @@ def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> bool:
     # sshd -D binds before it accepts; poll connect() with a bounded number of tries.
     import time
 
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return False

@@ -95,7 +95,7 @@ class RedisProcess:
                 return False
 
         try:
-            wait_until(answers, 20, "redis-server to answer")
+            wait_until(answers, 60, "redis-server to answer")
         finally:
             client.close()
 

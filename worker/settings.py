@@ -193,6 +193,11 @@ class Settings(BaseSettings):
 
     queue: str = "sbx"
     concurrency: int = Field(default=8, ge=1, le=256)
+    """Celery threads taking calls in (each only verifies, claims and queues a call)."""
+    max_running: int = Field(default=64, ge=1, le=4096)
+    """Calls running at once in a worker (each session's calls run one at a time)."""
+    session_max_in_flight: int = Field(default=16, ge=1, le=10_000)
+    """Calls one session may have running or queued in a worker; more get ``busy``."""
     default_timeout: int = Field(default=180, ge=1)
     max_timeout: int = Field(default=3600, ge=1, le=7 * 86_400)
     """The most seconds any call may ask for; a larger timeout is refused."""
@@ -213,6 +218,9 @@ class Settings(BaseSettings):
     """Seconds a delivered result can be collected again with its call id."""
     claim_ttl: int = Field(default=86_400, ge=60)
     """How long a call id stays claimed: a redelivery within this window never runs again."""
+    shell_idle_ttl: float = Field(default=300.0, gt=0)
+    """A session idle this long has its shell ended (its cwd and variables are kept and
+    replayed by its next call): an idle session costs memory, not a process."""
     sandbox_idle_ttl: float = Field(default=3600.0, gt=0)
     """A session's sandbox idle this long is closed (unless it holds running processes)."""
     receipt_max_age_days: float = Field(default=7.0, gt=0)

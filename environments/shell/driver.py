@@ -124,6 +124,7 @@ class SessionShell:
         self._shell_cwd = ""
         self._started_once = False
         self.restarts = 0
+        self._resting = False
         self.shell_pid: int | None = None
         """Pid of the live shell in the sandbox's pid namespace (None: not started)."""
         self.shell_start: int | None = None
@@ -160,6 +161,8 @@ class SessionShell:
         if not self._started_once:
             self.env, self.cwd = dict(env), cwd
             self._started_once = True
+        elif self._resting:
+            self._resting = False  # a planned restart: nothing was lost
         else:
             self.restarts += 1
 
@@ -190,6 +193,13 @@ class SessionShell:
         worker); the next command replays them into the shell, started or not."""
         self.env, self.cwd = dict(env), cwd
         self._started_once = True
+
+    def rest(self) -> None:
+        """End an idle shell on purpose: the next command starts a new one with the
+        session's state, and that is not reported as a restart."""
+        if self._channel is not None:
+            self._resting = True
+        self.close()
 
     def close(self) -> None:
         """Terminate the shell. The session state is kept for a later :meth:`start`."""

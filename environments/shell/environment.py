@@ -63,6 +63,9 @@ class ShellEnvironment(Environment):
     def detach(self) -> None:
         self.shell.close()
 
+    def rest(self) -> None:
+        self.shell.rest()
+
     def shell_identity(self) -> ShellIdentity | None:
         pid = self.shell.shell_pid
         if pid is None or not self.shell.alive:

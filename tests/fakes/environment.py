@@ -43,6 +43,8 @@ class MemoryEnvironment(Environment):
         self.entered = threading.Event()
         self.commands: list[str] = []
         self.closed = 0
+        self.detached = 0
+        self.rested = 0
         self.active = 0
         self.max_active = 0
         self.cwd = self.config.cwd
@@ -165,6 +167,12 @@ class MemoryEnvironment(Environment):
 
     def close(self) -> None:
         self.closed += 1
+
+    def detach(self) -> None:
+        self.detached += 1
+
+    def rest(self) -> None:
+        self.rested += 1
 
     @classmethod
     def reap_orphans(

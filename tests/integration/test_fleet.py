@@ -7,6 +7,7 @@ import json
 import signal
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,15 +114,18 @@ def test_wait_during_a_worker_restart_answers_within_its_timeout(fleet_of: Any) 
 
 
 def test_sigterm_cancels_running_calls_after_the_grace_and_frees_the_session(
-    fleet_of: Any,
+    fleet_of: Any, tmp_path: Path
 ) -> None:
     fleet: Fleet = fleet_of(2, SBX_SHUTDOWN_GRACE="1", SBX_LOST_AFTER="3")
     client = fleet.client("fleet-graceful")
     holder = fleet.index_of(worker_pid(client))
+    started = tmp_path / "started"
     answers: list[dict[str, Any]] = []
-    running = threading.Thread(target=lambda: answers.append(run(client, "sleep 300")))
+    running = threading.Thread(
+        target=lambda: answers.append(run(client, f"touch {started}; sleep 300"))
+    )
     running.start()
-    wait_until(lambda: _runs_a_call(fleet, holder), 60, "the long call to start")
+    wait_until(started.exists, 60, "the long call to start")
     worker = fleet.workers[holder]
     assert worker is not None and worker.proc is not None
     worker.proc.send_signal(signal.SIGTERM)
@@ -132,8 +136,3 @@ def test_sigterm_cancels_running_calls_after_the_grace_and_frees_the_session(
     # Its lease was given up: the next call runs on the other worker at once.
     moved = run(client, "echo next")
     assert moved["output"] == "next\n" and moved["session_moved"] is True
-
-
-def _runs_a_call(fleet: Fleet, index: int) -> bool:
-    ledger = redis.Redis.from_url(fleet.ledger_url or fleet.broker_url, decode_responses=True)
-    return fleet.worker_id(index) in ledger.hvals("sbx:calls:running")

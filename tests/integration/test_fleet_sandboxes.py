@@ -4,8 +4,10 @@ true exit status and receipt from the adopter, reapers leave leased sandboxes al
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -129,3 +131,34 @@ def test_reapers_leave_a_leased_sandbox_alone(
     # Sweeps ran on every worker meanwhile; the leased session's container is intact.
     assert [c["Id"] for c in api.containers(filters=label)] == mine
     assert run(client, "cat /tmp/mine")["output"] == "hi\n"
+
+
+def test_a_dead_workers_foreground_command_is_ended_by_another_workers_reaper(
+    docker_client_ready: Any, fleet_of: Any
+) -> None:
+    fleet: Fleet = fleet_of(
+        3, SBX_BACKEND="docker", SBX_DOCKER_IMAGE=DOCKER_IMAGES["busybox"], **FAST
+    )
+    api = docker_client_ready.api
+    session = "fl-stale-" + secrets.token_hex(3)
+    client = fleet.client(session)
+    assert run(client, "true")["exit_code"] == 0
+    (container,) = api.containers(filters={"label": [f"sbx.session={session}"]})
+    marker = "sleep 3" + secrets.token_hex(2).translate(str.maketrans("abcdef", "123456"))
+
+    def stale_running() -> bool:
+        return any(marker in " ".join(p) for p in api.top(container["Id"])["Processes"])
+
+    def long_call() -> None:
+        with contextlib.suppress(Exception):  # its worker is killed under it
+            client.tool_call("terminal", {"command": marker}, wait=60)
+
+    caller = threading.Thread(target=long_call, daemon=True)
+    caller.start()
+    wait_until(stale_running, 60, "the long command to run in the container")
+    fleet.kill(holder(fleet, session))
+    # No call of the session comes: a surviving worker's reaper declares the call lost,
+    # takes the session over and ends the command the dead worker left running.
+    wait_until(lambda: not stale_running(), 120, "the stale command to be ended")
+    moved = run(client, "echo here")
+    assert moved["output"] == "here\n" and moved["session_moved"] is True

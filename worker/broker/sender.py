@@ -158,12 +158,21 @@ class CallSender:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return self._pending(message.call_id, wait)
-            if reroute is not None and not self.ledger.claimed(message.call_id):
-                target = reroute()
+            if reroute is not None and self._unclaimed(message.call_id):
+                try:
+                    target = reroute()
+                except BrokerUnavailable:
+                    continue  # the ledger is away: wait_answer rides that out
                 if target != sent_to:
                     onward = message.model_copy(update={"deadline_s": remaining})
                     self.send_call(onward, target)
                     sent_to = target
+
+    def _unclaimed(self, call_id: str) -> bool:
+        try:
+            return not self.ledger.claimed(call_id)
+        except (redis.ConnectionError, redis.TimeoutError):
+            return False
 
     def ask(self, task: str, args: list[Any], wait: float, queue: str | None = None) -> str | None:
         """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer)."""

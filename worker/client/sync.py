@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Literal
 
+import redis
 from celery import Celery
 
 from process_registry.sessions import (
@@ -19,10 +20,10 @@ from process_registry.sessions import (
     load_or_create_secret,
     validate_session_id,
 )
-from worker.broker.connection import resolve_broker_url, resolve_ledger_url
+from worker.broker.connection import display_url, resolve_broker_url, resolve_ledger_url
 from worker.broker.sender import CallSender
 from worker.client.processes import ProcessClientMixin
-from worker.errors import ClientError, SessionRequired, TokenRequired
+from worker.errors import BrokerUnavailable, ClientError, SessionRequired, TokenRequired
 from worker.identity import load_signer
 from worker.protocol.ledger import CallLedger
 from worker.protocol.messages import (
@@ -98,6 +99,7 @@ class SandboxClient(ProcessClientMixin):
         # ledger's Redis: the broker itself when it is Redis (see worker.broker.connection).
         self.ledger_url = resolve_ledger_url(self.settings, self.broker_url)
         self.sender = CallSender(self.broker_url, self.ledger_url, self.settings)
+        self._known_route: str | None = None
         self.app: Celery = self.sender.app
         """The Celery app messages are published with."""
         self.ledger: CallLedger = self.sender.ledger
@@ -133,8 +135,8 @@ class SandboxClient(ProcessClientMixin):
                 reroute = functools.partial(self.process_queue, process_id)
         elif queue is None and name in SESSION_TOOLS:
             # The session lives on the worker holding its lease (none yet: the shared queue).
-            queue = self.sender.leases.route(self.session_id)
-            reroute = functools.partial(self.sender.leases.route, self.session_id)
+            queue = self._session_route()
+            reroute = functools.partial(self._session_route, refresh=True)
         message = ToolCallMessage(
             call_id=call_id,
             session_id=self.session_id,
@@ -145,10 +147,32 @@ class SandboxClient(ProcessClientMixin):
             deadline_s=wait,
         )
         try:
-            return self.sender.call(message, queue, wait, reroute)
+            answer = self.sender.call(message, queue, wait, reroute)
         except KeyboardInterrupt:
             self.cancel(call_id)
             raise
+        if '"session_moved": true' in answer:
+            self._known_route = None  # served elsewhere from now on: ask again next time
+        return answer
+
+    def _session_route(self, *, refresh: bool = False) -> str | None:
+        """The own queue of the worker serving this session (None: the shared queue).
+
+        A known route is reused without asking the ledger: a call that reaches a worker
+        no longer serving the session is handed on by it, and one sent to a worker that
+        is gone is re-sent when it stays unclaimed (``refresh``). Raises
+        :class:`~worker.errors.BrokerUnavailable` when the ledger is unreachable (the
+        call is then not sent)."""
+        if self._known_route is not None and not refresh:
+            return self._known_route
+        try:
+            self._known_route = self.sender.leases.route(self.session_id)
+            return self._known_route
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise BrokerUnavailable(
+                f"cannot reach the ledger at {display_url(self.ledger_url)}: {exc}; "
+                "the call was not sent"
+            ) from None
 
     def cancel(self, call_id: str) -> None:
         """Stop call ``call_id``: a queued call never runs; a running one has its tree killed.

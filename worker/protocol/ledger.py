@@ -29,6 +29,10 @@ from registry.results import to_json
 log = logging.getLogger(__name__)
 
 RUNNING_KEY = "sbx:calls:running"
+SESSIONS_KEY = "sbx:calls:sessions"
+ORPHANED_KEY = "sbx:sessions:orphaned"
+"""Sessions whose running call was declared lost, for a reaper to take over."""
+"""call id -> session id of running calls (whose session a lost call leaves behind)."""
 ROUTE_PREFIX = "sbx:process:"
 
 
@@ -74,6 +78,7 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   return 2
 end
 redis.call('HSET', KEYS[3], ARGV[4], ARGV[1])
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[6], ARGV[4], ARGV[5]) end
 return 1
 """
 
@@ -118,7 +123,7 @@ class CallLedger:
         self._handoff = client.register_script(_HANDOFF_SCRIPT)
         self._deliver = client.register_script(_DELIVER_SCRIPT)
 
-    def claim(self, call_id: str, worker_id: str) -> int:
+    def claim(self, call_id: str, worker_id: str, session_id: str = "") -> int:
         """Claim ``call_id`` for this worker: :data:`CLAIMED`, :data:`DUPLICATE` (someone
         claimed it before) or :data:`CANCELLED` (claimed now, but cancelled while queued)."""
         keys = [
@@ -127,8 +132,11 @@ class CallLedger:
             RUNNING_KEY,
             cancel_key(call_id),
             delivered_key(call_id),  # answered already (e.g. lost): never run it now
+            SESSIONS_KEY,
         ]
-        args: list[str | int] = [worker_id, self.claim_ttl, self.lost_after_ms, call_id]
+        args: list[str | int] = [
+            worker_id, self.claim_ttl, self.lost_after_ms, call_id, session_id
+        ]
         return int(self._claim(keys=keys, args=args))
 
     def deliver(self, call_id: str, result: str) -> bool:
@@ -213,6 +221,7 @@ class CallLedger:
         for call_id in finished:
             pipe.delete(heartbeat_key(call_id))
             pipe.hdel(RUNNING_KEY, call_id)
+            pipe.hdel(SESSIONS_KEY, call_id)
         with self._noting_outage():
             pipe.execute()
 
@@ -241,7 +250,20 @@ class CallLedger:
 
     def forget(self, call_id: str) -> None:
         """Drop a call from the running set (after it was declared lost)."""
-        self.client.hdel(RUNNING_KEY, call_id)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hdel(RUNNING_KEY, call_id)
+        pipe.hdel(SESSIONS_KEY, call_id)
+        pipe.execute()
+
+    def orphaned_sessions(self, most: int = 100) -> list[str]:
+        """Take (remove and return) up to ``most`` sessions whose call was declared lost."""
+        popped: Any = self.client.spop(ORPHANED_KEY, most)
+        return [_s(s) for s in popped or []]
+
+    def session_of(self, call_id: str) -> str | None:
+        """The session of a running (or just lost) call, when its claim named one."""
+        value = self.client.hget(SESSIONS_KEY, call_id)
+        return None if value is None else _s(value)
 
 
 def _s(value: Any) -> str:
@@ -263,7 +285,13 @@ def lost_result(call_id: str, worker_id: str | None) -> str:
 
 
 def declare_lost(ledger: CallLedger, call_id: str, worker_id: str | None) -> bool:
-    """Deliver a ``lost`` result for ``call_id`` unless it has a result. True if it did."""
+    """Deliver a ``lost`` result for ``call_id`` unless it has a result. True if it did.
+
+    The call's session is noted as orphaned: a live worker's reaper takes it over and
+    ends what the dead worker left running (:meth:`CallLedger.orphaned_sessions`)."""
+    session_id = ledger.session_of(call_id)
+    if session_id:
+        ledger.client.sadd(ORPHANED_KEY, session_id)
     ledger.forget(call_id)
     if not ledger.deliver(call_id, lost_result(call_id, worker_id)):
         return False

@@ -18,11 +18,11 @@ Contracts:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 
 from environments.base import Environment, ShellIdentity, ShellState
+from environments.pool import SandboxPool
 from worker.protocol.leases import Acquired, LeaseBook, SessionState
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,10 @@ class SessionLeases:
         self.worker_id = worker_id
         self.own_queue = own_queue
         self._held: set[str] = set()
-        self._recorded: dict[str, str] = {}
+        self._recorded: dict[str, tuple[object, ...]] = {}
+        self._taken: dict[str, tuple[str, list[str]]] = {}
+        """Sessions this worker took over before any call of theirs came (a lost call's
+        session): the previous holder and what the move said, told with the next call."""
         self._lock = threading.Lock()
 
     # -- presence ----------------------------------------------------------------------
@@ -65,7 +68,8 @@ class SessionLeases:
         """Serve ``session_id`` here (``mine``), or the queue of the worker that does."""
         with self._lock:
             if session_id in self._held:
-                return Acquired(mine=True)
+                taken = self._taken.get(session_id)
+                return Acquired(mine=True, taken_over_from=taken[0] if taken else None)
         outcome = self.book.acquire(session_id, self.worker_id)
         if outcome.mine:
             with self._lock:
@@ -101,25 +105,48 @@ class SessionLeases:
         if state is None:
             return
         shell = env.shell_identity()
-        record = SessionState(
-            worker=self.worker_id,
-            backend=backend,
-            sandbox_id=env.sandbox_id,
-            cwd=state.cwd,
-            env=state.env,
-            shell_pid=shell.pid if shell else None,
-            shell_start=shell.start_time if shell else None,
+        seen = (backend, env.sandbox_id, state.cwd, state.env, shell)
+        with self._lock:
+            if self._recorded.get(session_id) == seen:
+                return  # most calls change nothing: no write, no serialising
+        self.book.record(
+            session_id,
+            SessionState(
+                worker=self.worker_id,
+                backend=backend,
+                sandbox_id=env.sandbox_id,
+                cwd=state.cwd,
+                env=state.env,
+                shell_pid=shell.pid if shell else None,
+                shell_start=shell.start_time if shell else None,
+            ),
         )
-        digest = hashlib.sha256(record.model_dump_json().encode()).hexdigest()
         with self._lock:
-            if self._recorded.get(session_id) == digest:
-                return
-        self.book.record(session_id, record)
+            self._recorded[session_id] = seen
+
+    def take_over(self, session_id: str, pool: SandboxPool) -> bool:
+        """Serve now the session of a call whose worker died (its lease lapsed), ending in
+        its sandbox what that worker left running; the session's next call says it moved.
+        False when another present worker serves it, or nothing is known of it."""
+        state = self.book.state(session_id)
+        if state is None or state.worker == self.worker_id:
+            return False
+        outcome = self.admit(session_id)
+        if not outcome.mine or outcome.taken_over_from is None:
+            return False
+        with pool.use(session_id, state.backend) as env:
+            notes = self.rehome(session_id, state.backend, env)
         with self._lock:
-            self._recorded[session_id] = digest
+            self._taken[session_id] = (outcome.taken_over_from, notes)
+        log.info("took over a session of absent worker %s", outcome.taken_over_from)
+        return True
 
     def rehome(self, session_id: str, backend: str, env: Environment) -> list[str]:
         """Continue a moved session in ``env``; what could not be restored, one line each."""
+        with self._lock:
+            taken = self._taken.pop(session_id, None)
+        if taken is not None:
+            return taken[1]  # rebuilt already, when this worker took it over
         state = self.book.state(session_id)
         if state is None:
             return ["no recorded state: the session starts afresh"]

@@ -54,6 +54,7 @@ class Reaper(threading.Thread):
         orphan_sweep_interval: float = 300.0,
         leases: SessionLeases | None = None,
         adopt: Callable[[], object] | None = None,
+        take_over: Callable[[str], object] | None = None,
     ) -> None:
         super().__init__(name="sbx-reaper", daemon=True)
         self.ledger, self.interval, self.pool = ledger, interval, pool
@@ -62,6 +63,9 @@ class Reaper(threading.Thread):
         self.leases = leases
         self.adopt = adopt
         """Takes over processes of absent workers (run at every pass)."""
+        self.take_over = take_over
+        """``take_over(session_id)``: a lost call's session -- end what its dead worker left
+        running in a sandbox this worker can reach."""
         self._next_orphan_sweep = 0.0
         self._stop_event = threading.Event()
 
@@ -72,6 +76,8 @@ class Reaper(threading.Thread):
         while not self._stop_event.wait(self.interval):
             with contextlib.suppress(redis.RedisError, OSError):
                 reap_lost_calls(self.ledger)
+                if self.take_over is not None:
+                    self._take_over_orphans(self.take_over)
             if self.adopt is not None:
                 try:
                     self.adopt()
@@ -80,8 +86,16 @@ class Reaper(threading.Thread):
             if self.pool is not None:
                 self._reap_sandboxes(self.pool)
 
+    def _take_over_orphans(self, take_over: Callable[[str], object]) -> None:
+        for session_id in self.ledger.orphaned_sessions():
+            try:
+                take_over(session_id)
+            except Exception:  # the session's next call tries again
+                log.warning("taking over a lost call's session failed", exc_info=True)
+
     def _reap_sandboxes(self, pool: SandboxPool) -> None:
         try:
+            pool.rest_idle()
             closed = pool.reap_idle()
             if closed:
                 log.info("closed %d idle sandbox(es)", closed)

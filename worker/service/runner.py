@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import socket
 import threading
@@ -69,7 +70,7 @@ def run_worker(
             # Celery notices a warm shutdown (SIGTERM) only between two polls of its event
             # loop, which sleeps up to 10 s while the broker is quiet (AMQP; Redis wakes it
             # every second): a tick bounds that to 1 s. Kept across reconnects.
-            hub.call_repeatedly(1.0, _tick)
+            hub.call_repeatedly(0.02, _tick)
         svc = runtime()
         svc.heartbeat.tick()  # this worker is present from now on (the thread renews it)
         adopt_processes(svc)
@@ -82,6 +83,9 @@ def run_worker(
             orphan_sweep_interval=settings.orphan_sweep_interval,
             leases=svc.leases,
             adopt=manager.adopt_orphans if isinstance(manager, ProcessManager) else None,
+            take_over=(
+                functools.partial(svc.leases.take_over, pool=svc.pool) if svc.leases else None
+            ),
         )
         r.start()
         reaper.append(r)
@@ -106,6 +110,11 @@ def run_worker(
         for r in reaper:
             r.stop()
         svc = runtime()
+        if svc.dispatcher is not None:
+            # Calls taken in still run on the dispatcher: their grace is the rest of it,
+            # then they are cancelled (the grace timer) and answered.
+            svc.dispatcher.drain(settings.shutdown_grace + 30.0)
+            svc.dispatcher.close()
         close_process_manager(svc)  # background processes live on, for their adopter
         if svc.leases is not None:
             with contextlib.suppress(Exception):

@@ -22,6 +22,7 @@ from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger
 from worker.protocol.tasks import own_queue_name
 from worker.service.backends import BackendConfigs
+from worker.service.dispatcher import SessionDispatcher
 from worker.service.heartbeat import Heartbeat
 from worker.service.leases import SessionLeases
 from worker.settings import Settings, get_settings
@@ -51,6 +52,8 @@ class WorkerRuntime:
     """Optional tool services by name (``approval``, ``processes``)."""
     leases: SessionLeases | None = None
     """The sessions this worker serves (None: a runtime without a fleet, in tests)."""
+    dispatcher: SessionDispatcher | None = None
+    """Runs taken calls off Celery's threads (None: calls run where they are taken)."""
     _heartbeat: Heartbeat | None = None
     _sender: CallSender | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -105,6 +108,7 @@ def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRu
     pool = SandboxPool(
         configs=BackendConfigs(settings),
         idle_ttl=settings.sandbox_idle_ttl,
+        shell_idle_ttl=settings.shell_idle_ttl,
         served_elsewhere=leases.serves_elsewhere,
     )
     svc = WorkerRuntime(
@@ -121,6 +125,9 @@ def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRu
         pool=pool,
         worker_id=worker_id,
         leases=leases,
+        dispatcher=SessionDispatcher(
+            max_running=settings.max_running, per_session=settings.session_max_in_flight
+        ),
     )
 
     def released(session_id: str, backend: str) -> None:

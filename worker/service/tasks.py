@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
 from worker.service.approvals import execute_approval
 from worker.service.calls import cancelled_before_start, prepare_call, run_call, uses_session
+from worker.service.dispatcher import Busy
 from worker.service.runtime import WorkerRuntime, runtime
 
 log = logging.getLogger(__name__)
@@ -71,7 +73,8 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
     """
     ledger = svc.ledger
     prepared = prepare_call(message, svc)
-    claim = ledger.claim(call_id, svc.worker_id)
+    session_id = "" if isinstance(prepared, str) else prepared.session_id
+    claim = ledger.claim(call_id, svc.worker_id, session_id)
     if claim == DUPLICATE:
         # A redelivery: the first delivery runs (or ran) it and delivers the result.
         raise Ignore()
@@ -97,14 +100,39 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
         svc.heartbeat.finish(call_id)
         return prepared
     cancel = Cancellation()
-    heartbeat = svc.heartbeat
-    heartbeat.add(call_id, cancel)
+    svc.heartbeat.add(call_id, cancel)
+    job: Callable[[], str] = functools.partial(
+        _run_taken, svc, call_id, prepared, cancel, moved_from
+    )
+    if svc.dispatcher is None:
+        return job()
     try:
-        result = run_call(prepared, svc, cancel=cancel, moved_from=moved_from)
+        svc.dispatcher.submit(prepared.session_id, job)
+    except Busy as exc:
+        result = tool_error(str(exc), status="busy")
         deliver_result(ledger, call_id, result)
+        svc.heartbeat.finish(call_id)
+        return result
+    return None
+
+
+def _run_taken(
+    svc: WorkerRuntime,
+    call_id: str,
+    message: ToolCallMessage,
+    cancel: Cancellation,
+    moved_from: str | None,
+) -> str:
+    """Run a claimed call and deliver its result (on a runner thread of the dispatcher)."""
+    try:
+        if cancel.is_set():  # cancelled while it waited behind its session's earlier calls
+            result = cancelled_before_start(call_id)
+        else:
+            result = run_call(message, svc, cancel=cancel, moved_from=moved_from)
+        deliver_result(svc.ledger, call_id, result)
         return result
     finally:
-        heartbeat.finish(call_id)
+        svc.heartbeat.finish(call_id)
 
 
 def _hand_over(svc: WorkerRuntime, message: ToolCallMessage, queue: str, holder: str) -> None:

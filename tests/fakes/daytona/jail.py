@@ -104,7 +104,7 @@ class Jail:
         threading.Thread(target=proc.wait, daemon=True, name="fake-daytona-reaper").start()
         # bwrap reports the child before it has built the sandbox's file system; entering
         # it then would land in a half-built root.
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while not Path(f"/proc/{self.init_pid}/root{HOME}").is_dir():
             if time.monotonic() > deadline or not _alive(self.init_pid):
                 self.stop()
@@ -117,7 +117,7 @@ class Jail:
             if pid > 0:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while self.init_pid and _alive(self.init_pid) and time.monotonic() < deadline:
             time.sleep(0.005)
         self.init_pid = self.bwrap_pid = 0

@@ -224,7 +224,7 @@ class Command:
 
     def child_pid(self) -> int | None:
         """Host pid of the command itself (nsenter forks it into the pid namespace)."""
-        deadline = time.monotonic() + 2
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError):
                 kids = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()

@@ -171,3 +171,46 @@ def test_pool_with_the_real_local_backend(tmp_path: object) -> None:
             assert env.exec('echo "$SBX_POOL_V"').output == "1\n"
     finally:
         pool.close_all()
+
+
+def test_an_idle_sandbox_of_a_session_served_elsewhere_is_let_go_not_removed() -> None:
+    made: dict[str, MemoryEnvironment] = {}
+
+    def factory(backend: str, session_id: str) -> Environment:
+        made[session_id] = MemoryEnvironment(session_id)
+        return made[session_id]
+
+    released: list[tuple[str, str]] = []
+    pool = SandboxPool(
+        factory,
+        idle_ttl=0.0,
+        served_elsewhere=lambda session_id: session_id == "moved",
+        on_released=lambda session_id, backend: released.append((session_id, backend)),
+    )
+    for session_id in ("moved", "mine"):
+        with pool.use(session_id, "memory") as env:
+            env.exec("true")
+    assert pool.reap_idle() == 2
+    assert (made["moved"].detached, made["moved"].closed) == (1, 0)
+    assert (made["mine"].detached, made["mine"].closed) == (0, 1)
+    assert sorted(released) == [("mine", "memory"), ("moved", "memory")]
+
+
+def test_idle_sandboxes_rest_once_until_used_again() -> None:
+    made: list[MemoryEnvironment] = []
+
+    def factory(backend: str, session_id: str) -> Environment:
+        made.append(MemoryEnvironment(session_id))
+        return made[-1]
+
+    pool = SandboxPool(factory, shell_idle_ttl=10, idle_ttl=3600)
+    with pool.use("s", "memory") as env:
+        env.exec("true")
+    now = time.monotonic()
+    assert pool.rest_idle(now + 5) == 0  # not idle long enough
+    assert pool.rest_idle(now + 11) == 1
+    assert pool.rest_idle(now + 12) == 0  # resting already
+    with pool.use("s", "memory") as env:
+        env.exec("true")  # used again: it may rest again later
+    assert pool.rest_idle(time.monotonic() + 11) == 1
+    assert made[0].rested == 2 and made[0].closed == 0 and len(pool) == 1

@@ -79,6 +79,8 @@ def test_live_process_of_dead_writer_is_adopted(
     table: ProcessTable, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "echo adopted; exec sleep 30", dead_writer())
+    # It has written its line (a loaded machine may not have run it yet) before it is killed.
+    wait_until(lambda: Path(rec.output_path).read_bytes() == b"adopted\n", 60, "its output")
     report = table.adopt_all()
     assert report.adopted == [rec.process_id]
     assert table.poll(rec.process_id, OWNER).status == "running"

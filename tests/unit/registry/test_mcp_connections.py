@@ -6,6 +6,7 @@ condition-based (``wait_until``); no sleep is used for synchronisation.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -110,10 +111,26 @@ def catalogs() -> Iterator[Callable[[list[McpServerConfig]], McpCatalog]]:
     yield make
     for cat in made:
         cat.close()
-    leaked = [t.name for t in threading.enumerate()
-              if t not in threads_before and t.name.startswith("mcp-")]  # fmt: skip
-    assert leaked == []
-    assert [p.pid for p in me.children(recursive=True) if p not in children_before] == []
+
+    def leaked_threads() -> list[str]:
+        return [t.name for t in threading.enumerate()
+                if t not in threads_before and t.name.startswith("mcp-")]  # fmt: skip
+
+    def alive(p: psutil.Process) -> bool:
+        try:
+            return bool(p.status() != psutil.STATUS_ZOMBIE)
+        except psutil.Error:
+            return False
+
+    def leaked_children() -> list[int]:
+        # A terminated server exits on its own schedule: wait for the exit, do not race it.
+        return [p.pid for p in me.children(recursive=True)
+                if p not in children_before and alive(p)]  # fmt: skip
+
+    with contextlib.suppress(AssertionError):
+        wait_until(lambda: not leaked_threads() and not leaked_children(), 30, "cleanup")
+    assert leaked_threads() == []
+    assert leaked_children() == []
 
 
 def server_pid(cat: McpCatalog, server_id: str) -> int:

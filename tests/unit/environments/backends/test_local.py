@@ -256,3 +256,20 @@ def test_cancel_kills_the_tree_and_reports_130(env: LocalEnvironment, tmp_path: 
     assert (r.exit_code, r.cancelled, r.timed_out) == (130, True, False)
     assert not _alive(int(started.read_text()))
     assert env.exec("echo usable").output == "usable\n"
+
+
+def test_a_resting_session_keeps_its_state_in_a_new_shell(tmp_path: Path) -> None:
+    env = LocalEnvironment("rest", LocalConfig(cwd=str(tmp_path)))
+    try:
+        (tmp_path / "sub").mkdir()
+        assert env.exec("cd sub && export KEPT='a b'").exit_code == 0
+        before = env.shell_identity()
+        env.rest()
+        assert env.shell_identity() is None  # no shell while it rests
+        result = env.exec('echo "$KEPT"; pwd')
+        assert result.output == f"a b\n{tmp_path / 'sub'}\n"
+        assert not result.shell_restarted  # planned: nothing to tell the model
+        after = env.shell_identity()
+        assert before is not None and after is not None and after.pid != before.pid
+    finally:
+        env.close()
