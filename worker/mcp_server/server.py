@@ -31,7 +31,7 @@ from worker.errors import SbxError
 from worker.integrations.session_calls import SessionCalls
 from worker.mcp_server.identity import Identity
 from worker.mcp_server.sessions import SessionClients
-from worker.mcp_server.tools import call_result, failure_result, load_definitions, mcp_tools
+from worker.mcp_server.tools import ToolCatalog, call_result, failure_result, mcp_tools
 from worker.settings import Settings
 
 HEARTBEAT_S = 5.0
@@ -104,10 +104,12 @@ def build_server(
     """The SDK server of sbx's tools; ``identity`` fixes the session (stdio), else each
     request's :data:`current_identity` names it (HTTP)."""
 
+    catalog = ToolCatalog(settings, toolsets)
+
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        definitions = await anyio.to_thread.run_sync(load_definitions, settings, toolsets)
+        definitions = await anyio.to_thread.run_sync(catalog.definitions)
         return types.ListToolsResult(tools=mcp_tools(definitions))
 
     async def call_tool(
@@ -132,6 +134,7 @@ def build_server(
         version=_version(),
         title="sbx sandbox",
         instructions=INSTRUCTIONS,
+        get_tool_input_schema=catalog.input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

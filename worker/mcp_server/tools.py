@@ -10,6 +10,7 @@ flagged ``isError`` when the call did not run (an ``error`` and no exit code).
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,6 +34,43 @@ def load_definitions(settings: Settings, toolsets: Sequence[str] | None) -> list
         sync_mcp_tools_to_registry(registry, open_offline_catalog(settings))
     enabled = list(toolsets) if toolsets else None
     return get_tool_definitions(enabled_toolsets=enabled, quiet_mode=True)
+
+
+class ToolCatalog:
+    """The definitions, read once and again only when the MCP snapshot file changes
+    (``tools/list`` and, on the 2026-07-28 HTTP wire, every call's argument check ask)."""
+
+    def __init__(self, settings: Settings, toolsets: Sequence[str] | None) -> None:
+        self.settings = settings
+        self.toolsets = toolsets
+        self._lock = threading.Lock()
+        self._stamp: object = None
+        self._definitions: list[dict[str, Any]] = []
+
+    def _snapshot_stamp(self) -> object:
+        from registry.mcp_cache import CACHE_FILE
+
+        try:
+            return (self.settings.home / CACHE_FILE).stat().st_mtime_ns
+        except OSError:
+            return "absent"
+
+    def definitions(self) -> list[dict[str, Any]]:
+        stamp = self._snapshot_stamp() if self.settings.mcp_servers else "none"
+        with self._lock:
+            if stamp != self._stamp:
+                self._definitions = load_definitions(self.settings, self.toolsets)
+                self._stamp = stamp
+            return self._definitions
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The JSON schema of tool ``name``'s arguments (None: no such tool)."""
+        for definition in self.definitions():
+            function = definition.get("function", definition)
+            if function.get("name") == name:
+                schema: dict[str, Any] | None = function.get("parameters")
+                return schema
+        return None
 
 
 def mcp_tools(definitions: list[dict[str, Any]]) -> list[types.Tool]:

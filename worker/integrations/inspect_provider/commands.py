@@ -4,9 +4,9 @@ inspect's contract asks for things the ``terminal`` tool does not do itself: std
 stderr apart, standard input, per-call cwd and variables that do not stick to the
 session, exact errors for files. Each exec therefore runs its command in a subshell
 (``cd``, ``export``, ``exec argv``) with stdout and stderr sent to files in the sample's
-scratch directory; small outputs come back inline, between a random marker, in the
-same call, and large ones are left in the files for a download. Every command is POSIX
-``sh`` (busybox images included).
+scratch directory, printed back between random markers in the same call; output the
+worker cuts on its way back (its output limit) is read whole from the files. Every
+command is POSIX ``sh`` (busybox images included).
 """
 
 from __future__ import annotations
@@ -18,9 +18,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-INLINE_OUTPUT_BYTES = 16 * 1024
-"""stdout + stderr up to this size come back in the exec's own answer."""
 
 INLINE_COMMAND_BYTES = 32 * 1024
 """A longer command is written to a script file and sourced (the worker caps commands)."""
@@ -53,80 +50,84 @@ def inner_command(argv: list[str], cwd: str | None, env: dict[str, str] | None) 
 
 @dataclass(frozen=True)
 class ExecFiles:
-    """Where one exec's stdin, stdout, stderr (and script, if sourced) live in the sandbox."""
+    """One exec's files in the sample's scratch directory: stdin, script, stdout, stderr
+    and the separator between them. A set is reused by later execs (each ``>`` starts
+    it afresh), so nothing needs removing between execs."""
 
-    stdout: str
-    stderr: str
-    stdin: str | None = None
-    script: str | None = None
+    base: str
 
-    @classmethod
-    def under(cls, scratch: str, *, stdin: bool, script: bool) -> ExecFiles:
-        base = f"{scratch.rstrip('/')}/{uuid.uuid4().hex}"
-        return cls(f"{base}.out", f"{base}.err", f"{base}.in" if stdin else None,
-                   f"{base}.sh" if script else None)  # fmt: skip
+    def path(self, kind: Literal["in", "sh", "out", "err", "sep"]) -> str:
+        return f"{self.base}.{kind}"
 
 
-def exec_command(inner: str, files: ExecFiles, marker: str) -> str:
-    """The whole command of one exec: run ``inner`` (or its script), then report.
+class ExecFilesPool:
+    """File sets of a sample: taken by an exec, given back when it no longer needs them;
+    two execs running at once never share one."""
 
-    The answer's output starts with ``<marker> <status> inline`` followed by stdout, a
-    line ``<marker>`` and stderr (the files are removed), or is ``<marker> <status>
-    spill <stdout bytes> <stderr bytes>`` (the files stay for a download).
+    def __init__(self, scratch: str) -> None:
+        self.scratch = scratch.rstrip("/")
+        self._free: list[ExecFiles] = []
+
+    def take(self) -> ExecFiles:
+        return self._free.pop() if self._free else ExecFiles(f"{self.scratch}/{uuid.uuid4().hex}")
+
+    def give(self, files: ExecFiles) -> None:
+        self._free.append(files)
+
+
+def exec_command(inner: str, files: ExecFiles, marker: str, *, stdin: bool, script: bool) -> str:
+    """The whole command of one exec: run ``inner`` (or the script holding it), then print
+    ``marker``, stdout, a separator line ``marker``, stderr and ``marker <status>``.
+
+    Two processes besides the command's own (its subshell and one ``cat``). What the
+    session shell itself says about the subshell (a job's ``Terminated``) comes before
+    the first marker and is no part of the output. (No ``{ ...; } 2>/dev/null`` around
+    it: busybox ash then drops the subshell's own redirections.)
     """
     q = shlex.quote
-    out, err = q(files.stdout), q(files.stderr)
-    body = f"( . {q(files.script)} )" if files.script else f"(\n{inner}\n)"
-    stdin = q(files.stdin) if files.stdin else "/dev/null"
-    leftovers = " ".join(q(p) for p in (files.stdin, files.script) if p)
-    tidy = f"rm -f {leftovers}\n" if leftovers else ""
+    out, err, sep = q(files.path("out")), q(files.path("err")), q(files.path("sep"))
+    body = f"( . {q(files.path('sh'))} )" if script else f"(\n{inner}\n)"
+    source = q(files.path("in")) if stdin else "/dev/null"
     return (
-        f"{body} < {stdin} > {out} 2> {err}; rc=$?\n"
-        f"{tidy}"
-        f"o=$(wc -c < {out}); e=$(wc -c < {err})\n"
-        f"if [ $((o + e)) -le {INLINE_OUTPUT_BYTES} ]; then\n"
-        f"  printf '%s %s inline\\n' {marker} \"$rc\"; cat {out}; printf '\\n%s\\n' {marker}\n"
-        f"  cat {err}; rm -f {out} {err}\n"
-        f"else printf '%s %s spill %s %s\\n' {marker} \"$rc\" $o $e; fi"
+        f"{body} < {source} > {out} 2> {err}; rc=$?\n"
+        f"printf '\\n%s\\n' {marker} > {sep}; printf '%s\\n' {marker}; cat {out} {sep} {err}\n"
+        f"printf '\\n%s %s\\n' {marker} \"$rc\""
     )
 
 
 @dataclass(frozen=True)
 class ExecReport:
-    """What an exec's answer says: its status and, inline, its output."""
+    """What an exec's answer says: its status and output (``complete`` False: the output
+    was cut on its way back, the files hold all of it)."""
 
     returncode: int
-    mode: Literal["inline", "spill"]
     stdout: str = ""
     stderr: str = ""
-    stdout_bytes: int = 0
-    stderr_bytes: int = 0
+    complete: bool = True
 
 
 class ReportUnreadable(ValueError):
     """The answer does not hold the report the command prints (cut or altered)."""
 
 
-def parse_report(output: str, marker: str) -> ExecReport:
-    """Read :func:`exec_command`'s answer (what the session shell itself printed before
-    it, such as a job's ``Terminated``, is skipped). Raises :class:`ReportUnreadable`."""
-    start = output.find(f"{marker} ")
+def parse_report(output: str, marker: str, *, truncated: bool) -> ExecReport:
+    """Read :func:`exec_command`'s answer (``truncated``: the worker kept only its head
+    and tail). Raises :class:`ReportUnreadable`."""
+    end = output.rfind(f"\n{marker} ")
+    status = output[end + len(marker) + 2 :].strip() if end >= 0 else ""
+    if not status.lstrip("-").isdigit():
+        raise ReportUnreadable("the exec's report is missing from the answer")
+    if truncated:
+        return ExecReport(int(status), complete=False)
+    start = output.find(f"{marker}\n")
     while start > 0 and output[start - 1] != "\n":
-        start = output.find(f"{marker} ", start + 1)
-    if start < 0:
-        raise ReportUnreadable("the exec's report is missing from the answer")
-    header, _, rest = output[start:].partition("\n")
-    words = header.split()
-    if len(words) < 3 or words[0] != marker or not words[1].lstrip("-").isdigit():
-        raise ReportUnreadable("the exec's report is missing from the answer")
-    status = int(words[1])
-    if words[2] == "spill" and len(words) == 5 and words[3].isdigit() and words[4].isdigit():
-        return ExecReport(status, "spill", stdout_bytes=int(words[3]), stderr_bytes=int(words[4]))
+        start = output.find(f"{marker}\n", start + 1)
     separator = f"\n{marker}\n"
-    if words[2] != "inline" or separator not in rest:
-        raise ReportUnreadable("the exec's output was cut or altered on its way back")
-    stdout, _, stderr = rest.partition(separator)
-    return ExecReport(status, "inline", stdout=stdout, stderr=stderr)
+    body = output[start + len(marker) + 1 : end] if start >= 0 else ""
+    if start < 0 or separator not in body:
+        raise ReportUnreadable("the exec's output was altered on its way back")
+    stdout, _, stderr = body.partition(separator)
+    return ExecReport(int(status), stdout=stdout, stderr=stderr)
 
 
 FileState = Literal["dir", "missing", "denied", "nodir", "ok"]

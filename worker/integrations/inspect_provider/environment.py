@@ -75,6 +75,7 @@ class SbxSandboxEnvironment(SandboxEnvironment):
         self.calls = calls
         self.config = config
         self.workdir, self.scratch, self.uid, self.user = setup[:4]
+        self.files = sh.ExecFilesPool(self.scratch)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -161,21 +162,25 @@ class SbxSandboxEnvironment(SandboxEnvironment):
                 f"the sbx sandbox runs commands as {self.user!r} only, not {user!r}"
             )
         inner = sh.inner_command(cmd, self._path(cwd) if cwd is not None else None, env)
-        long_command = len(inner.encode()) > sh.INLINE_COMMAND_BYTES
-        files = sh.ExecFiles.under(self.scratch, stdin=input is not None, script=long_command)
-        if files.stdin is not None:
-            data = input.encode() if isinstance(input, str) else (input or b"")
-            await self.calls.upload(files.stdin, data)
-        if files.script is not None:
-            await self.calls.upload(files.script, inner.encode())
-        marker = sh.new_marker()
-        limit = timeout or self.config.exec_timeout or self.calls.client.settings.max_timeout
-        raw = await self.calls.call(
-            "terminal", {"command": sh.exec_command(inner, files, marker), "timeout": limit}
-        )
-        report = self._report(raw, marker, limit)
-        if report.mode == "spill":
-            report = await self._collect(report, files)
+        script = len(inner.encode()) > sh.INLINE_COMMAND_BYTES
+        files = self.files.take()
+        try:
+            if input is not None:
+                data = input.encode() if isinstance(input, str) else input
+                await self.calls.upload(files.path("in"), data)
+            if script:
+                await self.calls.upload(files.path("sh"), inner.encode())
+            marker = sh.new_marker()
+            command = sh.exec_command(inner, files, marker, stdin=input is not None, script=script)
+            limit = timeout or self.config.exec_timeout or self.calls.client.settings.max_timeout
+            report = self._report(
+                await self.calls.call("terminal", {"command": command, "timeout": limit}),
+                marker, limit,
+            )  # fmt: skip
+            if not report.complete:
+                report = await self._collect(report, files)
+        finally:
+            self.files.give(files)
         if report.returncode == 126 and "ermission denied" in report.stderr:
             raise PermissionError(errno.EACCES, report.stderr.strip(), cmd[0])
         return ExecResult(report.returncode == 0, report.returncode, report.stdout, report.stderr)
@@ -192,28 +197,25 @@ class SbxSandboxEnvironment(SandboxEnvironment):
             raise SandboxUnavailableError(
                 f"the sbx worker did not run the command: {result.get('error') or status}"
             )
+        output, truncated = result.get("output") or "", bool(result.get("truncated"))
         try:
-            return sh.parse_report(result.get("output") or "", marker)
+            return sh.parse_report(output, marker, truncated=truncated)
         except sh.ReportUnreadable as exc:
-            raise SandboxUnavailableError(f"{exc} (sbx output_limit below 32 KiB?)") from None
+            raise SandboxUnavailableError(str(exc)) from None
 
     async def _collect(self, report: sh.ExecReport, files: sh.ExecFiles) -> sh.ExecReport:
-        """Large output: downloaded from the files (then removed), within inspect's limit."""
-        try:
-            limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
-            if max(report.stdout_bytes, report.stderr_bytes) > limit:
-                raise OutputLimitExceededError(
-                    SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE_STR, truncated_output=None
-                )
-            out = await self.calls.download(files.stdout)
-            err = await self.calls.download(files.stderr)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self.calls.run(sh.sample_teardown([files.stdout, files.stderr]))
-        return sh.ExecReport(
-            report.returncode, "inline",
-            stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
-        )  # fmt: skip
+        """Output the worker cut on its way back: read whole from the files, within
+        inspect's limit (``OutputLimitExceededError`` beyond it)."""
+        out, err = files.path("out"), files.path("err")
+        sizes = await self.calls.run(f"wc -c < {shlex.quote(out)}; wc -c < {shlex.quote(err)}")
+        largest = max(int(n) for n in sizes["output"].split())
+        if largest > SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE:
+            raise OutputLimitExceededError(
+                SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE_STR, truncated_output=None
+            )
+        stdout, stderr = await self.calls.download(out), await self.calls.download(err)
+        return sh.ExecReport(report.returncode, stdout.decode("utf-8", "replace"),
+                             stderr.decode("utf-8", "replace"))  # fmt: skip
 
     # -- files -----------------------------------------------------------------------
 
