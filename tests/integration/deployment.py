@@ -14,8 +14,10 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from process_registry.sessions import SessionSigner, load_or_create_secret
 from tests.fixtures_workers import settings_for, worker_env
@@ -53,12 +55,19 @@ class Deployment:
 
 
 @contextlib.contextmanager
-def deployment(**worker_settings: str) -> Iterator[Deployment]:
-    """A running deployment (embedded broker); everything it started is stopped after."""
+def deployment(
+    config: dict[str, Any] | None = None, **worker_settings: str
+) -> Iterator[Deployment]:
+    """A running deployment (embedded broker; ``config`` its config.yaml, mode 0600);
+    everything it started is stopped after."""
     home = short_tmpdir("sbx-int-")
     workdir = home / "work"
     workdir.mkdir()
     load_or_create_secret(home / "secret.key")
+    if config is not None:
+        path = home / "config.yaml"
+        path.touch(mode=0o600)
+        path.write_text(yaml.safe_dump(config))
     env = worker_env(home, None, SBX_LOCAL_CWD=str(workdir), **worker_settings)
     worker = WorkerProcess(env, home / "worker.log")
     try:

@@ -257,6 +257,41 @@ async def test_http_requests_act_as_their_own_sessions(
     assert where == [f"{tmp_path}/a\n", f"{tmp_path}/b\n"]
 
 
+DEMO_SERVER = """
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("demo")
+
+@app.tool()
+def echo(text: str) -> str:
+    \"\"\"Echo the text back.\"\"\"
+    return "echo:" + text
+
+if __name__ == "__main__":
+    app.run()
+"""
+
+
+async def test_tools_of_aggregated_mcp_servers_are_served(tmp_path: Path) -> None:
+    """A tool of an MCP server the worker aggregates is listed and called through sbx mcp."""
+    from registry.mcp import wire_name
+
+    script = tmp_path / "demo_server.py"
+    script.write_text(DEMO_SERVER)
+    servers = {"demo": {"name": "Demo", "command": sys.executable, "args": [str(script)]}}
+    echo = wire_name("demo", "Demo", "echo")
+    with deployment({"mcp_servers": servers}) as dep:
+        snapshot = dep.home / "mcp-cache.json"
+        listed = "Echo the text back."  # the tool's description, in the worker's snapshot
+        wait_until(lambda: snapshot.exists() and listed in snapshot.read_text(), WAIT,
+                   "the worker to list the demo server's tools")  # fmt: skip
+        async with connect("stdio", dep, "", session()) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            result = await call(client, echo, {"text": "hi"})
+    assert echo in names
+    assert result["content"] == "echo:hi"
+
+
 def test_identity_header_forms() -> None:
     import base64
 
