@@ -9,8 +9,11 @@ samples taken in turns so load drift hits all alike:
 * ``sbx mcp`` over stdio and over streamable HTTP, called by the MCP SDK's client;
 * the inspect_ai ``sbx`` sandbox's ``exec``, beside inspect's own ``local`` sandbox.
 
-Targets: MCP adds at most a few milliseconds to the direct call; the sbx sandbox's
-``exec`` (a subshell, stdout and stderr apart) stays within 3x inspect's local ``exec``.
+Read: what MCP adds to the direct call (the SDK's framing and validation, a thread
+hop; over HTTP also the request), and what the sbx sandbox's ``exec`` adds to it (one
+subshell and one ``cat``: stdout and stderr apart, nothing left in the session) --
+inspect's local sandbox is one process on this machine, with no broker, no worker and
+no isolation. Target: each MCP transport within 3x the direct call.
 """
 
 from __future__ import annotations
