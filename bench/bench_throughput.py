@@ -42,7 +42,11 @@ SECRET = "bench-throughput-" + "s" * 20
 
 @contextlib.contextmanager
 def workers(
-    root: Path, url: str, count: int, concurrency: int | None
+    root: Path,
+    url: str,
+    count: int,
+    concurrency: int | None,
+    extra: dict[str, str] | None = None,
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """``count`` real workers on ``url``, each with its own home, ready when yielded."""
     procs = []
@@ -53,6 +57,7 @@ def workers(
             home.mkdir(parents=True, exist_ok=True)
             env = {k: v for k, v in os.environ.items() if not k.startswith("SBX_")}
             env.update(SBX_HOME=str(home), SBX_BROKER_URL=url, SBX_SECRET_KEY=SECRET)
+            env.update(extra or {})
             env["PYTHONPATH"] = str(REPO)
             argv = [sys.executable, "-m", "worker.cli.main", "worker", "--loglevel", "WARNING"]
             if concurrency:
@@ -150,13 +155,38 @@ def noop(c: SandboxClient) -> None:
     assert c.ask(PING_TASK, [], 60.0) == "pong"
 
 
-def idle_memory(settings: Settings, proc: subprocess.Popen[bytes], count: int) -> tuple[int, int]:
-    """RSS of the worker (bytes) before and after ``count`` idle local sessions."""
-    before = psutil.Process(proc.pid).memory_info().rss
-    for i in range(count):
-        with SandboxClient(session_id=f"idle-{i}", settings=settings) as c:
-            echo(c)
-    return before, psutil.Process(proc.pid).memory_info().rss
+def idle_memory(root: Path, url: str, count: int) -> str:
+    """Memory of a worker holding ``count`` idle local sessions: with their shells, then
+    once they rest (``SBX_SHELL_IDLE_TTL``, 2 s here)."""
+    settings = Settings(home=root / "client", broker_url=url, secret_key=SECRET)
+    extra = {"SBX_SHELL_IDLE_TTL": "2", "SBX_LOST_AFTER": "2"}
+    with workers(root / "idle", url, 1, None, extra) as (proc,):
+        worker = psutil.Process(proc.pid)
+        before = worker.memory_info().rss
+        for i in range(count):
+            with SandboxClient(session_id=f"idle-{i}", settings=settings) as c:
+                echo(c)
+        shells = worker.children(recursive=True)
+        shells_uss = sum(_uss(p) for p in shells)
+        busy_rss = worker.memory_info().rss
+        deadline = time.monotonic() + 120
+        while worker.children(recursive=True) and time.monotonic() < deadline:
+            time.sleep(0.5)  # the worker's reaper rests idle shells: measuring, not syncing
+        rested_rss = worker.memory_info().rss
+    per = (rested_rss - before) / count
+    return (
+        f"{count} idle local sessions: worker RSS {before / 2**20:.0f} MiB empty, "
+        f"{busy_rss / 2**20:.0f} MiB with them + {len(shells)} shells using "
+        f"{shells_uss / 2**20:.0f} MiB; once they rest: {rested_rss / 2**20:.0f} MiB, no "
+        f"shells ({per / 1024:.0f} KiB per idle session)"
+    )
+
+
+def _uss(p: psutil.Process) -> int:
+    try:
+        return int(p.memory_full_info().uss)
+    except psutil.Error:
+        return 0
 
 
 def main() -> None:
@@ -192,12 +222,9 @@ def main() -> None:
                               f"   worker CPU {spent[name] * 1e3:.2f} ms/call")  # fmt: skip
                     print(f"{'':>7} ratios: calls/s {sbx.rate / base.rate:.2f} (target >= 0.60),"
                           f" p99 {sbx.pct(0.99) / base.pct(0.99):.2f} (target <= 2.0)")  # fmt: skip
-                    if args.idle and count == 1:
-                        before, after = idle_memory(settings, procs[0], args.idle)
-                        per = (after - before) / args.idle
-                        print(f"{'':>7} {args.idle} idle local sessions: worker RSS "
-                              f"{before / 2**20:.0f} -> {after / 2**20:.0f} MiB "
-                              f"({per / 1024:.0f} KiB each)")  # fmt: skip
+
+            if args.idle:
+                print(idle_memory(root, url.replace("/0", "/9"), args.idle))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -83,11 +83,28 @@ def backend_class(name: str) -> type[Environment]:
     return cls
 
 
+@cache
+def backends_with_pty() -> list[str]:
+    """Names of the installed backends that run commands on a pseudo-terminal
+    (:attr:`Environment.supports_pty`). Imports every backend: for messages, not hot paths."""
+    names = []
+    for name in backend_names():
+        try:
+            if backend_class(name).supports_pty:
+                names.append(name)
+        except (UnknownBackend, ImportError):
+            continue
+    return names
+
+
 def backend_availability(name: str, config: BackendConfig | None = None) -> tuple[bool, str]:
     """``(available, reason)`` for ``name`` without creating a sandbox.
 
-    The reason tells a backend that sbx does not ship (its module is missing)
-    from one whose SDK is not installed (and names the extra that installs it).
+    When the backend cannot be imported, the reason says which of these it is and
+    what to do: the backend's own module is missing (reinstall sbx, or the plugin
+    that registers it), its SDK is not installed (the ``sbx[...]`` extra that
+    installs it), or its SDK is installed but does not import (upgrade it through
+    that extra).
     """
     try:
         cls = backend_class(name)
@@ -104,11 +121,28 @@ def backend_availability(name: str, config: BackendConfig | None = None) -> tupl
 def _import_problem(name: str, exc: ImportError) -> str:
     module_name = _targets()[name].partition(":")[0]
     missing = getattr(exc, "name", None) or ""
-    if missing and (module_name == missing or module_name.startswith(missing + ".")):
+    builtin = name in BUILTIN_BACKENDS
+    if missing and missing.partition(".")[0] == module_name.partition(".")[0]:
+        # The backend's own code (its module or one beside it in its package) is absent.
+        if builtin:
+            return (
+                f"this sbx build has no {name} backend (module {missing} is missing): "
+                "reinstall sbx (pip install --force-reinstall sbx); no extra adds it"
+            )
         return (
-            f"this sbx build has no {name} backend (module {module_name} is missing); "
-            "upgrade sbx or install the plugin that provides it"
+            f"the plugin that registers the {name} backend is incomplete (module {missing} "
+            f"is missing): reinstall that plugin"
         )
     extra = EXTRAS.get(name)
-    hint = f"pip install 'sbx[{extra}]'" if extra else "install the backend's dependencies"
-    return f"the {name} backend needs a package that is not installed ({exc}): {hint}"
+    if isinstance(exc, ModuleNotFoundError):
+        what = f"module {missing!r}" if missing else "a module"
+        if extra:
+            return (
+                f"the {name} backend's SDK is not installed ({what} not found): "
+                f"pip install 'sbx[{extra}]'"
+            )
+        source = "sbx" if builtin else "the plugin that registers it"
+        return f"the {name} backend needs {what}, which is not installed: reinstall {source}"
+    # The SDK is there but does not import: usually a version sbx was not built for.
+    fix = f"pip install --upgrade 'sbx[{extra}]'" if extra else "reinstall its dependencies"
+    return f"the {name} backend's SDK is installed but does not import ({exc}): {fix}"

@@ -10,13 +10,13 @@ Building a tool list never connects to an MCP server:
 * :meth:`McpCatalog.refresh_tools` is the live path (list over the server's
   persistent session, write cache). A failed refresh keeps the last good
   snapshot. It is driven by background warmers: :meth:`prewarm`,
-  :meth:`on_server_enabled`, :meth:`on_server_restarted` and
+  :meth:`on_server_enabled`, :meth:`reconfigure`, :meth:`on_server_restarted` and
   :meth:`on_tool_list_changed`, which the session thread
   (:mod:`registry.mcp_connections`) calls when a server sends
   ``notifications/tools/list_changed``.
 
-:func:`sync_mcp_tools_to_registry` registers the cached tools as entries whose
-handler proxies ``tools/call`` to the server. Ownership is ``namespace =
+:func:`sync_mcp_tools_to_registry` (:mod:`registry.mcp_sync`) registers the cached
+tools as entries whose handler proxies ``tools/call`` to the server. Ownership is ``namespace =
 mcp:<server_id>`` (stable id, never the display name); ``namespace_label =
 mcp:<server_name>`` is what ``tool_search`` shows. A cold or failed server keeps
 its previous entries; a warm snapshot replaces them (stale ones are removed).
@@ -31,27 +31,19 @@ last session's tools at once and ``sbx tools`` / ``sbx doctor`` see what workers
 saw. An ``offline`` catalog (the CLI's) is read-only: it never connects, never
 refreshes and never writes; its calls fail with ``McpServerUnavailable``.
 
-Wire names: ``mcp__<server slug>__<tool slug>__<digest>`` where the digest is 8
-hex chars of sha256(server_id NUL tool_name) and slugs are ASCII-folded
-``[a-z0-9_]`` (no ``__`` inside a segment), cut to keep the whole name within
-64 characters, the providers' limit. Non-Latin names that do not fold (Han,
-kana, Hangul) fall back to ``server`` / ``tool`` plus the digest.
+Wire names (:mod:`registry.mcp_names`): ``mcp__<server slug>__<tool slug>__<digest>``,
+readable (Han romanised to pinyin), unique, stable and within 64 characters.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-import re
 import threading
 import time
-import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from .context import ToolContext
-from .core import ToolRegistry
 from .mcp_cache import McpCacheStore
 from .mcp_connections import (
     McpConnections,
@@ -59,6 +51,8 @@ from .mcp_connections import (
     McpServerUnavailable,
     McpToolSpec,
 )
+from .mcp_names import MAX_TOOL_NAME, wire_name
+from .mcp_sync import keep_registry_synced, sync_mcp_tools_to_registry, unregister_server
 
 __all__ = [
     "MAX_TOOL_NAME",
@@ -69,30 +63,11 @@ __all__ = [
     "McpToolSpec",
     "keep_registry_synced",
     "sync_mcp_tools_to_registry",
+    "unregister_server",
     "wire_name",
 ]
 
 log = logging.getLogger(__name__)
-
-MAX_TOOL_NAME = 64
-_DIGEST_LEN = 8
-
-
-def _slug(text: str, fallback: str) -> str:
-    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^a-z0-9]+", "_", folded.lower()).strip("_")
-    return slug or fallback
-
-
-def wire_name(server_id: str, server_name: str, tool_name: str) -> str:
-    """The model-facing name of ``tool_name`` on server ``server_id`` (see module doc)."""
-    digest = hashlib.sha256(f"{server_id}\0{tool_name}".encode()).hexdigest()[:_DIGEST_LEN]
-    budget = MAX_TOOL_NAME - len("mcp______") - _DIGEST_LEN  # three "__" separators
-    server, tool = _slug(server_name, "server"), _slug(tool_name, "tool")
-    server = server[: max(8, budget // 3)].strip("_") or "server"
-    tool = tool[: budget - len(server)].strip("_") or "tool"
-    return f"mcp__{server}__{tool}__{digest}"
-
 
 Lister = Callable[[McpServerConfig], Awaitable[list[McpToolSpec]]]
 Caller = Callable[[McpServerConfig, str, dict[str, Any]], Awaitable[Any]]
@@ -234,6 +209,16 @@ class McpCatalog:
                 self._store.record_failure(server, error)
             return self._cache.get(server_id)
         with self._lock:
+            if self.servers.get(server_id) is not server:  # reconfigured or removed meanwhile
+                gone = server_id not in self.servers
+                stale = True
+            else:
+                gone = stale = False
+        if stale:  # a reconfiguration asked for its own refresh; a removal ends the session
+            if gone:
+                self._connections.disconnect(server_id)
+            return self._cache.get(server_id)
+        with self._lock:
             changed = self._cache.get(server_id) != tools
             self._cache[server_id] = tools
             self._refreshed_at[server_id] = time.time()
@@ -319,6 +304,38 @@ class McpCatalog:
         self.servers[server.id] = server
         return self._refresh_in_background(server.id, rerun=True)
 
+    def reconfigure(self, server: McpServerConfig) -> threading.Thread | None:
+        """Take a new configuration of ``server.id``: added, changed, enabled or disabled.
+
+        A server that now runs another program (command, args or ``env`` names differ)
+        starts from the snapshot of that configuration, never from the old program's
+        tools; any change replaces its session (a new process) at the refresh this
+        starts in the background, and a disabled server's session is stopped.
+        """
+        from .mcp_cache import config_fingerprint
+
+        entry = self._store.entry_for(server) if self._store is not None else None
+        with self._lock:
+            old = self.servers.get(server.id)
+            self.servers[server.id] = server
+            if old is None or config_fingerprint(old) != config_fingerprint(server):
+                for state in (self._cache, self._errors, self._refreshed_at):
+                    state.pop(server.id, None)
+                if entry is not None and entry.tools is not None:
+                    self._cache[server.id] = entry.tools
+                if entry is not None and entry.refreshed_at is not None:
+                    self._refreshed_at[server.id] = entry.refreshed_at
+        return self._refresh_in_background(server.id, rerun=True)
+
+    def remove_server(self, server_id: str) -> None:
+        """Forget ``server_id`` (it left the configuration): its cache, its session and
+        process (stopped before this returns)."""
+        with self._lock:
+            self.servers.pop(server_id, None)
+            for state in (self._cache, self._errors, self._refreshed_at):
+                state.pop(server_id, None)
+        self._connections.disconnect(server_id)
+
     def on_server_restarted(self, server_id: str) -> threading.Thread | None:
         """Restart a server: stop its session and process, reconnect and refresh."""
         return self._refresh_in_background(server_id, rerun=True, reconnect=True)
@@ -365,101 +382,3 @@ class McpCatalog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def sync_mcp_tools_to_registry(
-    registry: ToolRegistry, catalog: McpCatalog, selected_ids: set[str] | None = None
-) -> list[str]:
-    """Register cached MCP tools (cache-only; never connects); returns the wire names.
-
-    ``selected_ids`` limits to tool ids ``"<server_id>:<tool_name>"``; the scan stops
-    once every selected id is claimed. Idempotent. Concurrent syncs (a request's
-    and a list-changed one) are serialized: interleaved, one could unregister the
-    tools the other just registered from a newer snapshot.
-    """
-    with _sync_lock:
-        return _sync(registry, catalog, selected_ids)
-
-
-def keep_registry_synced(
-    registry: ToolRegistry, catalog: McpCatalog, selected_ids: set[str] | None = None
-) -> Callable[[], None]:
-    """Re-sync ``registry`` whenever a refresh changes a server's cached tools.
-
-    This is how ``tools/list_changed`` (and a restart or re-enable) reaches the
-    registered entries without anyone calling :func:`sync_mcp_tools_to_registry`.
-    Returns the unsubscribe callable.
-    """
-
-    def on_change(server_id: str) -> None:
-        sync_mcp_tools_to_registry(registry, catalog, selected_ids)
-
-    return catalog.subscribe(on_change)
-
-
-_sync_lock = threading.Lock()
-
-
-def _sync(registry: ToolRegistry, catalog: McpCatalog, selected_ids: set[str] | None) -> list[str]:
-    registered: list[str] = []
-    claimed: set[str] = set()
-    for server in sorted(catalog.servers.values(), key=lambda s: s.id):
-        if selected_ids is not None and claimed >= selected_ids:
-            break
-        namespace = f"mcp:{server.id}"
-        specs = catalog.list_tools(server.id) if server.enabled else []
-        if specs is None:
-            continue  # never warmed: keep whatever this server contributed before
-        current: set[str] = set()
-        for spec in specs:
-            tool_id = f"{server.id}:{spec.name}"
-            if selected_ids is not None and tool_id not in selected_ids:
-                continue
-            claimed.add(tool_id)
-            name = wire_name(server.id, server.name, spec.name)
-            forced = spec.name in server.force_prompt_tools
-            schema: dict[str, Any] = {"parameters": spec.input_schema or {"type": "object"}}
-            if spec.description:
-                schema["description"] = spec.description
-            entry = registry.register(
-                name, f"mcp-{server.id}", schema, _proxy(catalog, server.id, spec.name),
-                is_async=True, namespace=namespace, namespace_label=f"mcp:{server.name}",
-                search_description=(spec.description.strip().splitlines() or [spec.name])[0],
-                defer="never" if forced else "auto", approval_gated=forced,
-                mcp_server_id=server.id, mcp_tool_name=spec.name,
-            )  # fmt: skip
-            if entry is not None:
-                current.add(name)
-                registered.append(name)
-        if selected_ids is None:
-            for e in registry.entries():  # a warm snapshot replaces the server's old entries
-                if e.namespace == namespace and e.name not in current:
-                    registry.unregister(e.name)
-    return registered
-
-
-_CANCEL_POLL_S = 0.1
-"""How often a running MCP call looks at its caller's cancel event."""
-
-
-def _proxy(catalog: McpCatalog, server_id: str, tool: str) -> Callable[..., Awaitable[Any]]:
-    async def handler(args: Any, ctx: ToolContext) -> Any:
-        # The call's own deadline and cancellation bound it, not only the server's timeout:
-        # cancelling the task cancels the request on the session loop.
-        call = asyncio.ensure_future(catalog.call_tool(server_id, tool, dict(args or {})))
-        try:
-            while not call.done():
-                if ctx.cancel.is_set():
-                    call.cancel()
-                    return {"error": "cancelled by the caller", "status": "cancelled"}
-                if ctx.remaining() <= 0:
-                    call.cancel()
-                    return {"error": f"MCP tool {tool!r} did not answer before the call's "
-                                     "deadline", "status": "timeout"}  # fmt: skip
-                await asyncio.wait({call}, timeout=min(_CANCEL_POLL_S, ctx.remaining()))
-            return call.result()
-        finally:
-            call.cancel()  # no-op once done; stops it when this handler itself is cancelled
-
-    handler.__name__ = f"mcp_{tool}"
-    return handler

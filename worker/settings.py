@@ -201,6 +201,8 @@ class Settings(BaseSettings):
     default_timeout: int = Field(default=180, ge=1)
     max_timeout: int = Field(default=3600, ge=1, le=7 * 86_400)
     """The most seconds any call may ask for; a larger timeout is refused."""
+    log_format: Literal["text", "json"] = "text"
+    """The worker's log lines: Celery's text, or one JSON object a line (``sbx worker --json``)."""
     output_limit: int = Field(default=100_000, ge=1024)
     redact_output: bool = True
     heartbeat_interval: float = Field(default=1.0, gt=0)
@@ -240,6 +242,8 @@ class Settings(BaseSettings):
     """Path of the redis-server binary for the embedded broker; found automatically when unset."""
     mcp_servers: McpServers = Field(default_factory=dict)
     """MCP servers by id (1-64 of ``[A-Za-z0-9_-]``); see docs/architecture.md, "MCP tools"."""
+    mcp_reload_interval: float = Field(default=1.0, ge=0)
+    """Seconds between looks at config.yaml for MCP server changes (0: only on SIGHUP)."""
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Backends' settings from config.yaml by backend name (``worker.service.backends``)."""
     approvals: dict[str, Any] = Field(default_factory=dict)

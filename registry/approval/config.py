@@ -1,4 +1,4 @@
-"""Approval configuration: loaded once, cached, reloaded only when the file changes.
+"""The approval policy: read once, replaced only on an explicit reload.
 
 Contract: :class:`ApprovalConfigSource` reads a YAML file (``$SBX_HOME/config.yaml``
 by convention) with these keys, every one optional::
@@ -18,25 +18,22 @@ by convention) with these keys, every one optional::
         api_key_env: SBX_JUDGE_API_KEY   # or api_key: ...
         timeout: 10
 
-:meth:`ApprovalConfigSource.get` costs one ``stat`` when nothing changed; the
-file is parsed again only when its (mtime, size, inode) changes or on
-:meth:`~ApprovalConfigSource.reload`. A file that fails to parse on the first
-load raises :class:`ApprovalConfigError`; later, the last good configuration
-stays in force (a half-written edit must not drop the deny rules).
-:meth:`~ApprovalConfigSource.add_allowlist_entries` appends atomically under a
-file lock (temp file, fsync, rename, directory fsync; mode 0600).
+:meth:`ApprovalConfigSource.get` returns the policy read at start; a changed file
+takes effect on :meth:`~ApprovalConfigSource.reload` only (the operator's signal:
+a file a sandbox could reach must never weaken a running worker silently), and
+what a reload loosens is logged at warning level (:func:`loosened`). A policy that
+fails to parse on the first load raises :class:`ApprovalConfigError`; on a reload,
+the one in force stays (a half-written edit must not drop the deny rules). The
+worker never writes the policy: "always" approvals live in the approval store.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import fnmatch
 import logging
 import os
-import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -183,138 +180,91 @@ class Rules:
 
 
 class ApprovalConfigSource:
-    """Cached view of the approval configuration file (see module docstring).
+    """The approval policy in force: read once, replaced only by :meth:`reload`.
 
+    ``document()`` returns the policy as config.yaml spells it (the worker passes its
+    settings' reader); without one, ``path`` is read as YAML (None: defaults only).
     ``overrides`` (e.g. ``{"mode": "off"}`` from worker settings) replace
-    ``approvals.*`` values from the file. ``path=None`` means no file: defaults
-    plus overrides, and "always" approvals are kept in memory only.
+    ``approvals.*`` values. A change to the file takes effect on :meth:`reload` only
+    -- an operator's explicit signal, never a write a sandbox might make -- and a
+    reload that loosens the policy is logged at warning level, saying what loosened.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] | None, *, overrides: dict[str, Any] | None = None
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        overrides: dict[str, Any] | None = None,
+        document: Callable[[], Any] | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else None
+        self._document = document
         self._overrides = dict(overrides or {})
         self._lock = threading.Lock()
-        self._signature: tuple[int, int, int] | None = None
-        self._memory_allow: list[str] = []
         self._settings, self._rules = self._load(first=True)
 
-    def _stat(self) -> tuple[int, int, int] | None:
+    def _read(self) -> Any:
+        if self._document is not None:
+            return self._document()
         if self.path is None:
-            return None
+            return {}
         try:
-            st = os.stat(self.path)
+            return yaml.safe_load(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return None
-        except OSError:
-            # Unreadable for now (permissions, I/O): keep the configuration in force.
-            return self._signature
-        return (st.st_mtime_ns, st.st_size, st.st_ino)
+            return {}
 
     def _load(self, first: bool = False) -> tuple[ApprovalSettings, Rules]:
-        signature = self._stat()
-        doc: Any = {}
-        if signature is not None and self.path is not None:
-            try:
-                doc = yaml.safe_load(self.path.read_text(encoding="utf-8"))
-                settings = ApprovalSettings.from_document(doc)
-            except (OSError, yaml.YAMLError, ApprovalConfigError) as exc:
-                if first:
-                    raise ApprovalConfigError(f"cannot load {self.path}: {exc}") from exc
-                log.warning(
-                    "approval config %s unreadable, keeping previous: %s",
-                    self.path,
-                    type(exc).__name__,
-                )
-                self._signature = signature
-                return self._settings, self._rules
-        else:
-            settings = ApprovalSettings()
-        if self._overrides or self._memory_allow:
+        try:
+            settings = ApprovalSettings.from_document(self._read())
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            if first:
+                raise ApprovalConfigError(f"cannot load the approval policy: {exc}") from exc
+            log.warning("approval policy unreadable, keeping the one in force: %s",
+                        type(exc).__name__)  # fmt: skip
+            return self._settings, self._rules
+        if self._overrides:
             data = settings.model_dump()
             data.update(self._overrides)
-            data["command_allowlist"] = [*data["command_allowlist"], *self._memory_allow]
             settings = ApprovalSettings.model_validate(data)
-        self._signature = signature
         return settings, Rules.from_settings(settings)
 
     def get(self) -> tuple[ApprovalSettings, Rules]:
-        """Current settings and rules; re-parses only if the file changed."""
-        if self._stat() != self._signature:
-            with self._lock:
-                if self._stat() != self._signature:
-                    self._settings, self._rules = self._load()
+        """The settings and rules in force."""
         return self._settings, self._rules
 
     def reload(self) -> tuple[ApprovalSettings, Rules]:
-        """Re-read the file now, whatever its mtime says."""
+        """Read the policy again and put it in force; log at warning what loosened."""
         with self._lock:
+            old = self._settings
             self._settings, self._rules = self._load()
+            for change in loosened(old, self._settings):
+                log.warning("approval policy loosened on reload: %s", change)
             return self._settings, self._rules
 
-    def add_allowlist_entries(self, entries: Iterable[str]) -> None:
-        """Append ``entries`` to ``command_allowlist`` durably (or in memory without a file)."""
-        new = [e for e in entries if e]
-        if not new:
-            return
-        with self._lock:
-            if self.path is None:
-                self._memory_allow.extend(e for e in new if e not in self._memory_allow)
-            else:
-                _append_allowlist(self.path, new)
-            self._settings, self._rules = self._load()
+
+_STRICTNESS = {"off": 0, "smart": 1, "manual": 2}
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Exclusive advisory lock shared by every worker that edits ``path``."""
-    lock_path = path.with_name(path.name + ".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
-def _append_allowlist(path: Path, entries: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(path):
-        try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except FileNotFoundError:
-            doc = {}
-        if not isinstance(doc, dict):
-            raise ApprovalConfigError(f"{path}: config root must be a mapping")
-        current = doc.get("command_allowlist") or []
-        if not isinstance(current, list):
-            raise ApprovalConfigError(f"{path}: command_allowlist must be a list")
-        current.extend(e for e in entries if e not in current)
-        doc["command_allowlist"] = current
-        atomic_write(path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically, mode 0600.
-
-    Temp file in the same directory, fsync, rename, then fsync of the directory.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def loosened(old: ApprovalSettings, new: ApprovalSettings) -> list[str]:
+    """What ``new`` allows that ``old`` did not, one line each (empty: nothing loosened)."""
+    changes = []
+    if _STRICTNESS[new.mode] < _STRICTNESS[old.mode]:
+        changes.append(f"mode {old.mode} -> {new.mode}")
+    added = [e for e in new.command_allowlist if e not in old.command_allowlist]
+    if added:
+        changes.append(f"command_allowlist gained {added}")
+    dropped = [e for e in old.command_denylist if e not in new.command_denylist]
+    if dropped:
+        changes.append(f"command_denylist lost {dropped}")
+    unprotected = [p for p in old.protected_paths if p not in new.protected_paths]
+    if unprotected:
+        changes.append(f"protected_paths lost {unprotected}")
+    for backend, policy in new.backend_policy.items():
+        before = old.backend_policy.get(backend, "check")
+        if policy != before and (policy == "allow" or isinstance(policy, list)):
+            changes.append(f"backend_policy[{backend}] {before!r} -> {policy!r}")
+    if new.judge != old.judge and new.mode == "smart":
+        changes.append("the smart-mode judge changed")
+    if new.max_command_bytes > old.max_command_bytes:
+        changes.append(f"max_command_bytes {old.max_command_bytes} -> {new.max_command_bytes}")
+    return changes

@@ -109,6 +109,7 @@ class ApprovalGuard:
         mode: Mode | None = None,
         clock: Callable[[], float] = time.time,
         protected_paths: Sequence[str] = (),
+        document: Callable[[], Any] | None = None,
     ) -> ApprovalGuard:
         """Guard for a worker.
 
@@ -117,7 +118,9 @@ class ApprovalGuard:
         on the broker's Redis) approvals are shared by every worker through a
         :class:`~registry.approval.redis_store.RedisApprovalStore`; otherwise
         they live in this process. ``mode`` overrides ``approvals.mode``;
-        ``protected_paths`` as in the constructor.
+        ``protected_paths`` as in the constructor. ``document()``, when given, returns
+        the policy document instead of reading ``path`` (see
+        :class:`~registry.approval.config.ApprovalConfigSource`).
         Raises :class:`~registry.approval.config.ApprovalConfigError` for an
         unreadable config file.
         """
@@ -125,7 +128,8 @@ class ApprovalGuard:
             from registry.approval.redis_store import RedisApprovalStore
 
             store = RedisApprovalStore(redis_client, prefix=redis_prefix)
-        return cls(store=store, config=ApprovalConfigSource(path), mode=mode, clock=clock,
+        config = ApprovalConfigSource(path, document=document)
+        return cls(store=store, config=config, mode=mode, clock=clock,
                    protected_paths=protected_paths)  # fmt: skip
 
     # -- configuration ---------------------------------------------------------
@@ -292,6 +296,8 @@ class ApprovalGuard:
             return ApprovalDecision(outcome="allow", reason="pattern approved")
         if rules.allowed_text(analysis):
             return ApprovalDecision(outcome="allow", reason="command allowlisted")
+        if self.store.always_allowed(command):
+            return ApprovalDecision(outcome="allow", reason="this exact command approved always")
         now = self._clock()
         if self.store.consume_once(session_id, command, now=now):
             return ApprovalDecision(outcome="allow", reason="approved once")
@@ -344,7 +350,8 @@ class ApprovalGuard:
 
         ``once``: the identical command may run one time in that session.
         ``session``: its pattern keys are approved for the rest of the session.
-        ``always``: also appended to ``command_allowlist`` in the config file.
+        ``always``: this exact command (not its pattern) runs without approval in any
+        session from now on; kept in the approval store, never in the policy file.
         Raises :class:`~registry.approval.store.ApprovalError` subclasses for
         unknown, expired, already answered or foreign approvals.
         """
@@ -359,8 +366,6 @@ class ApprovalGuard:
             now=self._clock(),
             once_ttl=settings.once_ttl,
         )
-        if scope == "always":
-            self.config.add_allowlist_entries(record.pattern_keys or (record.pattern_key,))
         log.info("approval: %s approved (%s) in session %s", approval_id, scope, session_id)
         return record
 

@@ -11,6 +11,7 @@ Keys (``prefix`` default ``sbx:approval:``)::
     {prefix}once:{digest}         once-grant; value = logical expiry time
     {prefix}once-index:{session}  set of digests with once-grants (for clear_session)
     {prefix}session:{session}     set of pattern keys approved for the session
+    {prefix}always                set of digests of commands approved always (any session)
 
 Logical expiry uses the caller's clock (``now``); Redis TTLs only garbage-collect
 (expiry + ``retention``), so an injected test clock behaves like the memory store.
@@ -23,6 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from registry.approval.store import (
+    ALWAYS,
     ApprovalAlreadyResolvedError,
     ApprovalExpiredError,
     ApprovalNotFoundError,
@@ -66,6 +68,8 @@ if ARGV[6] == 'once' then
 elseif ARGV[6] == 'session' then
   redis.call('SADD', KEYS[5], unpack(ARGV, 11))
   redis.call('EXPIRE', KEYS[5], ARGV[8])
+elseif ARGV[6] == 'always' then
+  redis.call('SADD', KEYS[6], ARGV[11])
 end
 return 'ok'
 """
@@ -145,8 +149,10 @@ class RedisApprovalStore:
         if record is None:
             raise ApprovalNotFoundError(f"no approval {approval_id!r}")
         digest = command_digest(record.session_id, record.command)
-        effect = "" if not approve or scope is None else ("once" if scope == "once" else "session")
-        keys = record.pattern_keys or (record.pattern_key,)
+        effect = "" if not approve or scope is None else scope
+        keys: tuple[str, ...] = record.pattern_keys or (record.pattern_key,)
+        if effect == "always":
+            keys = (command_digest(ALWAYS, record.command),)
         result = _s(
             self._resolve(
                 keys=[
@@ -155,6 +161,7 @@ class RedisApprovalStore:
                     f"{self._p}once:{digest}",
                     f"{self._p}once-index:{record.session_id}",
                     f"{self._p}session:{record.session_id}",
+                    f"{self._p}always",
                 ],
                 args=[
                     "approved" if approve else "denied",
@@ -209,6 +216,9 @@ class RedisApprovalStore:
         pipe.sadd(key, *keys)
         pipe.expire(key, max(self._session_ttl, 1))
         pipe.execute()
+
+    def always_allowed(self, command: str) -> bool:
+        return bool(self._r.sismember(f"{self._p}always", command_digest(ALWAYS, command)))
 
     def clear_session(self, session_id: str) -> None:
         index = f"{self._p}once-index:{session_id}"

@@ -123,6 +123,12 @@ class ApprovalStore(Protocol):
 
     def clear_session(self, session_id: str) -> None: ...
 
+    def always_allowed(self, command: str) -> bool: ...
+
+
+ALWAYS = "*"
+"""The "session" of an approved-always command: every session (the exact command only)."""
+
 
 def check_resolvable(
     record: PendingApproval | None, approval_id: str, session_id: str | None, now: float
@@ -153,6 +159,7 @@ class MemoryApprovalStore:
         self._dedup: dict[str, str] = {}
         self._once: dict[str, tuple[str, float]] = {}  # digest -> (session, expires_at)
         self._sessions: dict[str, set[str]] = {}
+        self._always: set[str] = set()
         self._retention = retention
         self._last_sweep = 0.0
 
@@ -209,12 +216,17 @@ class MemoryApprovalStore:
                 del self._dedup[digest]
             if approve and scope == "once":
                 self._once[digest] = (record.session_id, now + once_ttl)
-            elif approve and scope in ("session", "always"):
-                # "always" also covers the session at once, whatever happens to the file write.
+            elif approve and scope == "session":
                 self._sessions.setdefault(record.session_id, set()).update(
                     record.pattern_keys or (record.pattern_key,)
                 )
+            elif approve and scope == "always":
+                self._always.add(command_digest(ALWAYS, record.command))
             return updated
+
+    def always_allowed(self, command: str) -> bool:
+        with self._lock:
+            return command_digest(ALWAYS, command) in self._always
 
     def consume_once(self, session_id: str, command: str, *, now: float) -> bool:
         digest = command_digest(session_id, command)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from environments.errors import InvalidCommand, WorkdirNotFound
+from environments.pty_exec import run_on_pty
 from registry.approval.limits import CommandTooLong
 
 from ..context import ToolContext
@@ -42,7 +44,11 @@ TERMINAL_SCHEMA: dict[str, Any] = {
             "pty": {
                 "type": "boolean",
                 "default": False,
-                "description": "Run on a pseudo-terminal (background processes that need input).",
+                "description": (
+                    "Run on a pseudo-terminal: for programs that need a terminal, and for "
+                    "background processes that take input (process write). In the "
+                    "foreground, output has \\r\\n line ends and cd/export are not kept."
+                ),
             },
         },
         "required": ["command"],
@@ -80,8 +86,39 @@ def session_environment(ctx: ToolContext) -> dict[str, str] | None:
     return dict(state.env) if state is not None else None
 
 
+def _kill_grace(env: Any) -> float:
+    grace = getattr(getattr(env, "config", None), "kill_grace", None)
+    return float(grace) if isinstance(grace, int | float) else 2.0
+
+
+def _pty_refusal(backend: str) -> dict[str, Any] | None:
+    """The answer to a foreground ``pty: true`` on a backend without a pty (None: it has one)."""
+    from environments.registry import backend_class, backends_with_pty
+
+    try:
+        if backend_class(backend).supports_pty:
+            return None
+    except Exception:  # an unknown or broken backend: the call itself says what is wrong
+        return None
+    able = ", ".join(backends_with_pty()) or "none installed here"
+    return {
+        "error": f"pty: true needs a backend with a pseudo-terminal and the {backend!r} "
+        f"backend has none (backends with one: {able}); run the command without pty",
+        "status": "unsupported",
+    }
+
+
 def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
-    """Run the command (or start it in the background) after the approval check."""
+    """Run the command (or start it in the background) after the approval check.
+
+    ``pty: true`` in the foreground runs on a pseudo-terminal
+    (:mod:`environments.pty_exec`) where the backend has one, and is refused
+    (``status: unsupported``, naming the backends that have one) where it has not.
+    """
+    if args.pty and not args.background:
+        refusal = _pty_refusal(ctx.backend)
+        if refusal is not None:
+            return refusal
     guard = ctx.components.get("approval")
     if guard is not None:
         # Checked on every call (retries included): an allow may consume a once-approval.
@@ -107,7 +144,8 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
     timeout_s = max(0.1, min(float(timeout), ctx.remaining() - 0.5))
     try:
         with ctx.pool.use(ctx.session_id, ctx.backend) as env:
-            result = env.exec(
+            run = partial(run_on_pty, env, kill_grace=_kill_grace(env)) if args.pty else env.exec
+            result = run(
                 args.command,
                 workdir=args.workdir,
                 timeout=timeout_s,

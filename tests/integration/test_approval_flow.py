@@ -61,13 +61,32 @@ def test_session_scope_and_isolation(
         assert other.approve(pending["approval_id"]).status == "forbidden"
 
 
-def test_always_is_persisted_to_config(
+def test_always_approves_that_exact_command_for_every_session_and_writes_no_policy(
+    client: SandboxClient, sbx_home: Path, tmp_path: Path, broker_url: str | None
+) -> None:
+    (tmp_path / "x").mkdir()
+    command = f"cd {tmp_path} && rm -rf x"
+    refused = run(client, command)
+    assert client.approve(refused["approval_id"], "always").status == "approved"
+    assert not (sbx_home / "config.yaml").exists()  # the policy is the operator's alone
+    assert run(client, command)["exit_code"] == 0
+    with SandboxClient(session_id="another", settings=settings_for(sbx_home, broker_url)) as c:
+        assert run(c, command)["exit_code"] == 0  # the exact command, in any session
+        assert run(c, f"cd {tmp_path} && rm -rf y")["status"] == "approval_required"
+
+
+def test_a_policy_written_from_a_sandbox_is_not_applied_live(
     client: SandboxClient, sbx_home: Path, tmp_path: Path
 ) -> None:
-    refused = run(client, f"cd {tmp_path} && rm -rf x")
-    assert client.approve(refused["approval_id"], "always").status == "approved"
-    config = yaml.safe_load((sbx_home / "config.yaml").read_text())
-    assert refused["pattern_key"] in json.dumps(config)
+    (tmp_path / "v").mkdir()
+    # The attack: rewrite the worker's config to turn approvals off (here the sandbox can
+    # reach SBX_HOME at all only without the local jail).
+    written = run(client, f"printf 'approvals: {{mode: off}}\\n' > {sbx_home}/config.yaml")
+    assert written.get("status") == "approval_required" or written["exit_code"] in (0, 1)
+    (sbx_home / "config.yaml").write_text("approvals: {mode: off}\n")
+    refused = run(client, f"cd {tmp_path} && rm -rf v")
+    assert refused["status"] == "approval_required"
+    assert (tmp_path / "v").exists()
 
 
 def test_deny_and_unknown(client: SandboxClient, tmp_path: Path) -> None:

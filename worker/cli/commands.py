@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import shlex
 import sys
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from worker.errors import exit_code_for
 from worker.settings import Settings, get_settings
 
-from .output import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, emit, fail
+from .output import EXIT_OK, EXIT_USAGE, emit, fail
 
 Sub = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -35,6 +36,9 @@ def _client(settings: Settings, backend: str | None = None) -> Any:
 def cmd_worker(args: argparse.Namespace) -> int:
     from worker.service.runner import run_worker
 
+    if args.json:  # JSON log lines: the same switch as SBX_LOG_FORMAT=json
+        os.environ["SBX_LOG_FORMAT"] = "json"
+        get_settings.cache_clear()
     settings = get_settings()
     queues = args.queues.split(",") if args.queues else None
     run_worker(
@@ -63,6 +67,8 @@ def cmd_exec(args: argparse.Namespace) -> int:
         call["workdir"] = args.workdir
     if args.timeout:
         call["timeout"] = args.timeout
+    if args.pty:
+        call["pty"] = True
     with _client(settings, args.backend) as client:
         result = json.loads(client.tool_call("terminal", call))
         if result.get("status") == "approval_required" and _interactive(args):
@@ -78,7 +84,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
         extra = f" (approval id {result['approval_id']})" if result.get("approval_id") else ""
         fail(f"{status}: {reason}{extra}", exit_code_for(status))
     if result.get("exit_code") is None:
-        fail(result.get("error") or "the call returned no exit code", EXIT_FAILURE)
+        fail(result.get("error") or "the call returned no exit code", exit_code_for(status))
     if result.get("error") and not args.json:
         sys.stderr.write(f"sbx: {result['error']}\n")
     return int(result["exit_code"])
@@ -123,10 +129,22 @@ def cmd_approval(args: argparse.Namespace) -> int:
 
 
 def cmd_call(args: argparse.Namespace) -> int:
+    """The result exactly as a model sees it; ``--json`` wraps it in one document:
+    ``{"tool", "session_id", "result", "is_json"}`` (``result`` decoded when the tool
+    answered JSON, which built-in tools always do, else its text)."""
     settings = get_settings()
+    session_id = cli_session_id(settings)
     with _client(settings, args.backend) as client:
         raw = client.tool_call(args.tool, args.args)
-    sys.stdout.write(raw + "\n")
+    if not args.json:
+        sys.stdout.write(raw + "\n")
+        return EXIT_OK
+    try:
+        result, is_json = json.loads(raw), True
+    except ValueError:
+        result, is_json = raw, False
+    emit({"tool": args.tool, "session_id": session_id, "result": result, "is_json": is_json},
+         as_json=True)  # fmt: skip
     return EXIT_OK
 
 
@@ -247,13 +265,14 @@ def add_core_commands(sub: Any) -> None:
     p.add_argument("--queues", help="comma-separated queues to consume")
     p.add_argument("--concurrency", type=int, help="threads running calls")
     p.add_argument("--loglevel", default="INFO")
-    _add_json(p)
+    p.add_argument("--json", action="store_true", help="log lines as JSON (SBX_LOG_FORMAT=json)")
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("exec", help="run one foreground command through the worker")
     p.add_argument("--backend")
     p.add_argument("--workdir")
     p.add_argument("--timeout", type=int)
+    p.add_argument("--pty", action="store_true", help="run it on a pseudo-terminal")
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     _add_json(p)
     p.set_defaults(func=cmd_exec)

@@ -158,9 +158,12 @@ def cmd_session(args: argparse.Namespace) -> int:
             validate_session_id(args.ids[0])
         except InvalidSessionId as exc:
             fail(str(exc), EXIT_USAGE)
-        if settings.secret_key is None and not settings.secret_path.exists():
-            fail("no secret key here: set SBX_SECRET_KEY or run on the worker's machine "
-                 f"(expected {settings.secret_path})", EXIT_DENIED)  # fmt: skip
+        from .session_key import ensure_signing_key
+
+        created = ensure_signing_key(settings)
+        if created is not None:
+            sys.stderr.write(f"sbx: created the secret key {created} (mode 0600); workers "
+                             "using this home verify tokens with it\n")  # fmt: skip
         token = load_signer(settings).token(args.ids[0])
         emit({"session_id": args.ids[0], "token": token}, as_json=args.json, human=token)
         return EXIT_OK

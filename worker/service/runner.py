@@ -12,10 +12,13 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 
+from registry.approval import ApprovalGuard
 from worker.broker.app import create_app, worker_queue
 from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
 from worker.protocol.tasks import own_queue_name
-from worker.service.mcp import start_mcp
+from worker.service import approval_policy
+from worker.service.log_format import install_log_format
+from worker.service.mcp_reload import watch_mcp_config
 from worker.service.processes import (
     ProcessManager,
     adopt_processes,
@@ -52,6 +55,7 @@ def run_worker(
     loglevel: str = "INFO",
 ) -> None:
     """Run a worker in this process until it is told to stop (SIGTERM: warm shutdown)."""
+    install_log_format(settings)
     url = broker_url or resolve_broker_url(settings)
     app = worker_app(settings, url)
     # Each worker also consumes its own queue: actions on its local processes go there.
@@ -62,7 +66,15 @@ def run_worker(
     install_process_manager(configure_runtime(settings, url), settings, own_queue)
     reaper: list[Reaper] = []
     # before consuming: persisted MCP tools are callable from the first task; never blocks
-    mcp = start_mcp(settings)
+    svc = runtime()
+    guard = svc.components.get("approval")
+    reload_policy = (
+        functools.partial(approval_policy.reload, svc.ledger.client, guard)
+        if isinstance(guard, ApprovalGuard)
+        else None
+    )
+    # follows config.yaml's MCP servers; SIGHUP also reloads the approval policy
+    mcp = watch_mcp_config(settings, on_signal=reload_policy)
 
     def _ready(sender: Any = None, **_: Any) -> None:
         hub = getattr(sender, "hub", None)  # sender: the consumer

@@ -21,6 +21,7 @@ from worker.identity import load_signer
 from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger
 from worker.protocol.tasks import own_queue_name
+from worker.service.approval_policy import audit, policy_reader
 from worker.service.backends import BackendConfigs
 from worker.service.dispatcher import SessionDispatcher
 from worker.service.heartbeat import Heartbeat
@@ -140,18 +141,22 @@ def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRu
 
 
 def build_approval_guard(settings: Settings, client: redis.Redis) -> ApprovalGuard:
-    """The worker's approval guard: config from ``$SBX_HOME/config.yaml``, state in Redis.
+    """The worker's approval guard: its policy from the settings (config.yaml), read at
+    start and audited against the last one applied; its state in the ledger.
 
     Approvals live in the ledger's Redis so that every worker serving a session
     sees the same pending approvals and grants.
     """
-    return ApprovalGuard.from_config_file(
-        settings.home / "config.yaml",
+    guard = ApprovalGuard.from_config_file(
+        None,
+        document=policy_reader(settings),
         redis_client=client,
         mode=settings.approval_mode,
         # The worker guards itself: overwriting its home or config needs approval.
         protected_paths=[str(settings.home), str(settings.home / "config.yaml")],
     )
+    audit(client, guard)
+    return guard
 
 
 _current: WorkerRuntime | None = None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -161,29 +159,24 @@ def test_session_approval_covers_every_key_of_a_compound_command(
     assert guard.check("rm -rf other", session_id="s1", backend="local").outcome == "allow"
 
 
-def test_approve_always_persists_to_allowlist(
+def test_approve_always_allows_that_exact_command_everywhere_and_writes_no_policy(
     guard_factory: Callable[..., ApprovalGuard],
-    make_store: Callable[[], ApprovalStore],
     config_path: Path,
-    clock: Any,
 ) -> None:
-    guard = guard_factory({"command_denylist": ["git push --force*"], "other": {"kept": True}})
+    guard = guard_factory({"command_denylist": ["git push --force*"]})
+    before = config_path.read_text()
     pending = guard.check(DANGEROUS, session_id="s1", backend="local")
     assert pending.approval_id is not None
     guard.approve(pending.approval_id, "always", session_id="s1")
-    assert stat.S_IMODE(os.stat(config_path).st_mode) == 0o600
-    doc = yaml.safe_load(config_path.read_text())
-    assert doc["command_allowlist"] == ["recursive_delete"]
-    assert doc["command_denylist"] == ["git push --force*"] and doc["other"] == {"kept": True}
-    assert not [p for p in config_path.parent.iterdir() if p.name.endswith(".tmp")]
-    # A fresh worker (new store, new config cache) reads it back from disk.
-    fresh = ApprovalGuard(
-        store=MemoryApprovalStore(), config=ApprovalConfigSource(config_path), clock=clock
-    )
-    assert fresh.check("rm -rf anything", session_id="s9", backend="docker").outcome == "allow"
-    assert (
-        fresh.check("git push --force origin", session_id="s9", backend="local").outcome
-        == "blocked"
+    assert config_path.read_text() == before  # the policy file is the operator's alone
+    # Another worker (a fresh guard on the shared store), another session: that exact
+    # command runs; the same pattern with another target still asks.
+    other = guard_factory()
+    assert other.check(DANGEROUS, session_id="s9", backend="docker").outcome == "allow"
+    again = other.check("rm -rf anything", session_id="s9", backend="docker")
+    assert again.outcome == "approval_required"
+    assert guard.check("rm -rf anything", session_id="s1", backend="local").outcome == (
+        "approval_required"
     )
 
 
@@ -339,13 +332,14 @@ def test_allowlist_text_and_glob_never_match_compound(
 
 
 # -- configuration caching ------------------------------------------------------------------
-def test_config_changes_are_picked_up_by_mtime(
+def test_config_changes_take_effect_on_reload_only(
     guard_factory: Callable[..., ApprovalGuard], config_path: Path
 ) -> None:
-    guard = guard_factory({"approvals": {"mode": "off"}})
-    assert guard.check(DANGEROUS, session_id="s1", backend="local").outcome == "allow"
-    write_config(config_path, {"approvals": {"mode": "manual"}, "padding": "x" * 10})
+    guard = guard_factory({"approvals": {"mode": "manual"}})
+    write_config(config_path, {"approvals": {"mode": "off"}})  # e.g. written by a sandbox
     assert guard.check(DANGEROUS, session_id="s1", backend="local").outcome == "approval_required"
+    guard.reload()  # the operator's signal
+    assert guard.check(DANGEROUS, session_id="s1", backend="local").outcome == "allow"
 
 
 def test_config_not_reparsed_per_call(
