@@ -25,8 +25,8 @@ Contracts:
 * :meth:`McpConnections.close` stops every connection (the SDK closes stdin, then
   terminates and reaps the process tree) and joins the thread. It is final.
 
-This module also holds the wire-level types shared with :mod:`registry.mcp`
-(which re-exports them) so that the layering is one-way: catalog -> sessions.
+The wire-level types (server settings, tool specs, errors) live in
+:mod:`registry.mcp_types`, shared with the catalog.
 """
 
 from __future__ import annotations
@@ -34,12 +34,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import os
-import sys
 import threading
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO, TypeAlias, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 if TYPE_CHECKING:  # the SDK is optional: imported lazily where it is used
     from anyio.streams.memory import MemoryObjectSendStream
@@ -48,109 +46,33 @@ if TYPE_CHECKING:  # the SDK is optional: imported lazily where it is used
     from mcp.shared._stream_protocols import ReadStream
     from mcp.shared.message import SessionMessage
 
+from .mcp_types import (
+    BASELINE_ENV_VARS,
+    McpServerConfig,
+    McpServerUnavailable,
+    McpToolSpec,
+    call_result,
+    server_environment,
+    server_stderr,
+    stdio_params,
+    tool_specs,
+)
+
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "BASELINE_ENV_VARS",
+    "McpConnections",
+    "McpServerConfig",
+    "McpServerUnavailable",
+    "McpToolSpec",
+    "server_environment",
+]
 
 _T = TypeVar("_T")
 _STOP_TIMEOUT = 10.0  # the SDK's stdio shutdown is bounded at about 6.5 s (stdin, TERM, KILL)
 _BACKSTOP_GRACE = 5.0  # caller-side margin over the in-loop timeouts
 _MAX_PAGES = 100  # a server that never stops paginating must not loop forever
-
-
-@dataclass(frozen=True, slots=True)
-class McpServerConfig:
-    """One configured MCP server (stdio transport).
-
-    ``env`` holds the *only* variables the server process gets besides a fixed,
-    secret-free baseline (:data:`BASELINE_ENV_VARS`): the worker's own environment
-    (``SBX_SECRET_KEY``, broker credentials, cloud keys) is never inherited. Its
-    values are secrets: ``env`` is left out of ``repr`` so a logged config shows none.
-    """
-
-    id: str
-    name: str
-    command: str
-    args: tuple[str, ...] = ()
-    env: dict[str, str] | None = field(default=None, repr=False)
-    enabled: bool = True
-    force_prompt_tools: frozenset[str] = frozenset()
-    timeout: float = 30.0
-
-
-@dataclass(frozen=True, slots=True)
-class McpToolSpec:
-    """A tool as listed by a server."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any] = field(default_factory=dict)
-
-
-class McpServerUnavailable(RuntimeError):
-    """The server could not be started, did not answer in time, or its connection closed."""
-
-
-BASELINE_ENV_VARS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
-"""What a server process inherits from the worker: locations and locale, never credentials."""
-
-
-def server_environment(server: McpServerConfig) -> dict[str, str]:
-    """The complete environment of ``server``'s process: the baseline, then its ``env``.
-
-    Passed in full (never ``None``) so that the isolation does not depend on how
-    an SDK version fills in a missing environment.
-    """
-    env = {k: v for k in BASELINE_ENV_VARS if (v := os.environ.get(k)) is not None}
-    return env | (server.env or {})
-
-
-def _params(server: McpServerConfig) -> Any:
-    from mcp import StdioServerParameters
-
-    return StdioServerParameters(
-        command=server.command, args=list(server.args), env=server_environment(server)
-    )
-
-
-def _server_stderr() -> TextIO:
-    """Where a server process's stderr goes: this process's stderr, as a real file.
-
-    Celery replaces ``sys.stderr`` with a logging proxy that has no file descriptor,
-    which a child cannot inherit (and the SDK's default is bound at import time), so
-    fall back to the original ``sys.__stderr__``, then to ``/dev/null``.
-    """
-    global _devnull
-    for stream in (sys.stderr, sys.__stderr__):
-        try:
-            if stream is not None:
-                stream.fileno()
-                return stream
-        except (AttributeError, OSError, ValueError):
-            continue
-    if _devnull is None:
-        _devnull = open(os.devnull, "w")  # noqa: SIM115 - kept open for every later server
-    return _devnull
-
-
-_devnull: TextIO | None = None
-
-
-def _specs(tools: list[Any]) -> list[McpToolSpec]:
-    return [
-        McpToolSpec(t.name, t.description or "", dict(getattr(t, "input_schema", {}) or {}))
-        for t in tools
-    ]
-
-
-def _result(res: Any) -> dict[str, Any]:
-    """A ``CallToolResult`` as the registry returns it: text joined, errors flagged."""
-    texts = [getattr(c, "text", "") for c in res.content if getattr(c, "type", "") == "text"]
-    out: dict[str, Any] = {"content": "\n".join(texts)}
-    structured = getattr(res, "structured_content", None)
-    if structured is not None:
-        out["structured"] = structured
-    if getattr(res, "is_error", False):
-        out["error"] = out["content"] or "MCP tool reported an error"
-    return out
 
 
 @dataclass(eq=False)
@@ -290,12 +212,12 @@ class McpConnections:
             cursor = listed.next_cursor
             if cursor is None:
                 break
-        return _specs(tools)
+        return tool_specs(tools)
 
     async def _call(self, server: McpServerConfig, tool: str, args: dict[str, Any]) -> Any:
         session = await self._session(server, announce_reconnect=True)
         res = await self._request(server, f"tools/call {tool!r}", session.call_tool(tool, args))
-        return _result(res)
+        return call_result(res)
 
     @staticmethod
     async def _request(server: McpServerConfig, what: str, request: Coroutine[Any, Any, _T]) -> _T:
@@ -377,7 +299,7 @@ class McpConnections:
                 log.warning("MCP server %s sent an unreadable message: %r", server.id, message)
 
         try:
-            async with stdio_client(_params(server), _server_stderr()) as (read, write):
+            async with stdio_client(stdio_params(server), server_stderr()) as (read, write):
                 relay_in, relay_out = anyio.create_memory_object_stream[Relayed](0)
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._relay, read, relay_in, conn)
