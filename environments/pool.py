@@ -9,6 +9,7 @@ unless their owner says they must stay (they hold running processes).
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from environments.base import Environment
 from environments.config import BackendConfig
 from environments.registry import backend_class
+
+log = logging.getLogger(__name__)
 
 EnvironmentFactory = Callable[[str, str], Environment]
 """``factory(backend, session_id)`` creates a sandbox."""
@@ -52,6 +55,7 @@ class SandboxPool:
         keep_alive: Callable[[str, str], bool] | None = None,
         served_elsewhere: Callable[[str], bool] | None = None,
         on_released: Callable[[str, str], None] | None = None,
+        on_created: Callable[[str, Environment], None] | None = None,
     ) -> None:
         self.config_for = configs
         """``config_for(backend)``: the config sandboxes of ``backend`` are created with."""
@@ -66,6 +70,9 @@ class SandboxPool:
         idle sandbox of it here is detached (its shell ended), never removed."""
         self.on_released = on_released
         """``on_released(session_id, backend)`` runs after an idle sandbox was let go."""
+        self.on_created = on_created
+        """``on_created(backend, env)`` runs once for each sandbox the pool creates, before its
+        first use (holding that session's turn); its errors are logged, never raised."""
         self._slots: dict[tuple[str, str], _Slot] = {}
         self._seen_backends: set[str] = set()
         self._guard = threading.Lock()
@@ -85,6 +92,7 @@ class SandboxPool:
             with slot.lock:
                 if slot.env is None:
                     slot.env = self._factory(backend, session_id)
+                    self._created(backend, slot.env)
                 slot.last_used = time.monotonic()
                 slot.resting = False
                 yield slot.env
@@ -92,6 +100,13 @@ class SandboxPool:
         finally:
             with self._guard:
                 slot.busy -= 1
+
+    def _created(self, backend: str, env: Environment) -> None:
+        if self.on_created is not None:
+            try:
+                self.on_created(backend, env)
+            except Exception:
+                log.warning("on_created failed for a %s sandbox", backend, exc_info=True)
 
     def get_existing(self, session_id: str, backend: str) -> Environment | None:
         """The live sandbox for the key, without creating one."""
@@ -170,6 +185,15 @@ class SandboxPool:
             slots = list(self._slots.values())
             self._slots.clear()
         return [slot.env for slot in slots if slot.env is not None]
+
+    def live_by_backend(self) -> dict[str, int]:
+        """How many sandboxes are open now, by backend."""
+        counts: dict[str, int] = {}
+        with self._guard:
+            for (_, backend), slot in self._slots.items():
+                if slot.env is not None:
+                    counts[backend] = counts.get(backend, 0) + 1
+        return counts
 
     def backends_in_use(self) -> set[str]:
         """Backends of the sandboxes this pool holds or has held."""

@@ -236,6 +236,11 @@ class ProcessTable:
         cap = self.output_cap if record.output_cap is None else record.output_cap
         return Tracked(record, env, cap=CapState(cap))
 
+    def live_count(self) -> int:
+        """How many processes this table watches now (started or adopted, not yet ended)."""
+        with self._lock:
+            return len(self._live)
+
     def tracks(self, process_id: str) -> bool:
         """True when this registry watches (or recently watched) ``process_id``."""
         return self.owner_of(process_id) is not None

@@ -236,6 +236,12 @@ class Settings(BaseSettings):
     """Sandboxes of dead workers (containers, ...) idle this long are removed."""
     orphan_sweep_interval: float = Field(default=300.0, gt=0)
     """How often a worker looks for such sandboxes."""
+    metrics_addr: str | None = None
+    """``host:port`` of the Prometheus endpoint (``:port`` or ``port``: loopback); unset: off."""
+    events: bool = False
+    """Send Celery task events (Flower, celery-exporter); ``sbx worker --events`` too."""
+    health_timeout: float = Field(default=5.0, gt=0, le=300)
+    """Seconds ``sbx health`` waits for the worker's consumer to answer."""
     approval_mode: Literal["manual", "smart", "off"] | None = None
     """Overrides ``approvals.mode`` of config.yaml; ``off`` still refuses hardline commands."""
     embedded_redis_server: str | None = None
@@ -261,6 +267,13 @@ class Settings(BaseSettings):
         from process_registry.output_cap import validate_cap
 
         return validate_cap(value)
+
+    @field_validator("metrics_addr", mode="after")
+    @classmethod
+    def _check_metrics_addr(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return format_address(*parse_address(value))
 
     @field_validator("home", mode="after")
     @classmethod
@@ -290,6 +303,27 @@ class Settings(BaseSettings):
     def secret_path(self) -> Path:
         """Where the generated secret key lives when ``SBX_SECRET_KEY`` is unset."""
         return self.home / "secret.key"
+
+
+LOOPBACK = "127.0.0.1"
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """``(host, port)`` of ``host:port``, ``[v6]:port``, ``:port`` or ``port`` (host
+    loopback when omitted). Raises ``ValueError`` for anything else."""
+    text = value.strip()
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected host:port with a port from 1 to 65535, got {value!r}")
+    return host or LOOPBACK, int(port)
+
+
+def format_address(host: str, port: int) -> str:
+    """``host:port`` (IPv6 hosts in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @cache

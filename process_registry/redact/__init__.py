@@ -23,11 +23,11 @@ what is left alone, the limits and how to add a rule: ``docs/redaction.md``.
 """
 
 from .base import PLACEHOLDER
-from .engine import redact_bytes, redact_mapping, redact_text
+from .engine import redact_bytes, redact_mapping, redact_text, redaction_counts
 from .keys import key_names_secret
 from .stream import HOLD, StreamRedactor
 
 __all__ = [
     "HOLD", "PLACEHOLDER", "StreamRedactor", "key_names_secret", "redact_bytes", "redact_mapping",
-    "redact_text",
+    "redact_text", "redaction_counts",
 ]

@@ -25,7 +25,7 @@ from worker.errors import BrokerUnavailable
 from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger, declare_lost
 from worker.protocol.messages import ToolCallMessage
-from worker.protocol.tasks import TOOL_CALL_TASK
+from worker.protocol.tasks import SENT_AT_HEADER, TOOL_CALL_TASK
 from worker.settings import Settings
 
 # How often a waiting sender checks that the call's worker is alive.
@@ -67,6 +67,7 @@ class CallSender:
                 # into the message headers: work per call, and a second copy of secrets.
                 argsrepr="",
                 kwargsrepr="",
+                headers={SENT_AT_HEADER: time.time()},
             )
         except (OperationalError, redis.RedisError) as exc:
             raise BrokerUnavailable(

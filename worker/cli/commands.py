@@ -47,6 +47,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         queues=queues,
         concurrency=args.concurrency,
         loglevel=args.loglevel,
+        events=args.events,
     )
     return EXIT_OK
 
@@ -266,6 +267,8 @@ def add_core_commands(sub: Any) -> None:
     p.add_argument("--concurrency", type=int, help="threads running calls")
     p.add_argument("--loglevel", default="INFO")
     p.add_argument("--json", action="store_true", help="log lines as JSON (SBX_LOG_FORMAT=json)")
+    p.add_argument("--events", action="store_true",
+                   help="send Celery task events (Flower, celery-exporter); also SBX_EVENTS")
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("exec", help="run one foreground command through the worker")

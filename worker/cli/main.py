@@ -29,8 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_process_commands(sub)
     add_mcp_command(sub)
     from .demo import add_demo_command
+    from .health import add_health_command
 
     add_demo_command(sub)
+    add_health_command(sub)
     return parser
 
 

@@ -14,6 +14,10 @@ APPROVAL_TASK = "sbx.approval"
 RECEIPT_OP_TASK = "sbx.receipt_op"
 """A receipt or continuation operation (``process_messages.ReceiptOpMessage``)."""
 
+SENT_AT_HEADER = "sbx_sent_at"
+"""Message header: when the sender published the message (Unix time, seconds). Workers
+measure queue wait with it; an older sender that sets none is simply not measured."""
+
 SESSION_TOOLS = frozenset({"terminal", "read_file", "write_file"})
 """Tools that work in the session's sandbox: they go to the worker holding the session's
 lease (its own queue), or to the shared queue when nobody holds it."""

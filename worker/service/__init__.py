@@ -10,6 +10,10 @@
   processes and actions forwarded to the worker holding them.
 * :mod:`~worker.service.heartbeat`, :mod:`~worker.service.reaper` -- liveness.
 * :mod:`~worker.service.mcp` -- configured MCP servers wired into the tool registry.
+* :mod:`~worker.service.operations` -- what operators run a worker with:
+  :mod:`~worker.service.metrics` (with :mod:`~worker.service.metrics_hooks` and
+  :mod:`~worker.service.call_observers`), :mod:`~worker.service.health`,
+  :mod:`~worker.service.events`, :mod:`~worker.service.log_format`.
 
 Never imports :mod:`worker.client`.
 """

@@ -17,6 +17,8 @@ however long commands run. Here:
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import logging
 import threading
 from collections import deque
@@ -53,6 +55,8 @@ class SessionDispatcher:
     def submit(self, session_id: str, job: Job) -> None:
         """Run ``job`` after the session's earlier calls. Raises :class:`Busy` (and runs
         nothing) when the session already has ``per_session`` calls in flight."""
+        # The job runs in the submitter's context (the call's log context goes along).
+        job = functools.partial(contextvars.copy_context().run, job)
         with self._lock:
             state = self._sessions.setdefault(session_id, _Session())
             if len(state.waiting) + state.running >= self.per_session:

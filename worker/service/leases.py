@@ -88,6 +88,11 @@ class SessionLeases:
             self._recorded.pop(session_id, None)
         self.book.release(session_id, self.worker_id)
 
+    def held_count(self) -> int:
+        """How many sessions this worker holds the lease of."""
+        with self._lock:
+            return len(self._held)
+
     def holds(self, session_id: str) -> bool:
         with self._lock:
             return session_id in self._held

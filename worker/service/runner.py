@@ -19,6 +19,7 @@ from worker.protocol.tasks import own_queue_name
 from worker.service import approval_policy
 from worker.service.log_format import install_log_format
 from worker.service.mcp_reload import watch_mcp_config
+from worker.service.operations import install_operations
 from worker.service.processes import (
     ProcessManager,
     adopt_processes,
@@ -53,9 +54,12 @@ def run_worker(
     queues: list[str] | None = None,
     concurrency: int | None = None,
     loglevel: str = "INFO",
+    events: bool = False,
 ) -> None:
-    """Run a worker in this process until it is told to stop (SIGTERM: warm shutdown)."""
-    install_log_format(settings)
+    """Run a worker in this process until it is told to stop (SIGTERM: warm shutdown).
+
+    ``events``: send Celery task events (also ``SBX_EVENTS``)."""
+    install_log_format(settings, loglevel)
     url = broker_url or resolve_broker_url(settings)
     app = worker_app(settings, url)
     # Each worker also consumes its own queue: actions on its local processes go there.
@@ -63,10 +67,12 @@ def run_worker(
     if is_amqp_url(url):
         # Declared by this worker alone, durable and expiring (worker.app.worker_queue).
         app.amqp.queues.add(worker_queue(own_queue))
-    install_process_manager(configure_runtime(settings, url), settings, own_queue)
+    svc = configure_runtime(settings, url)
+    install_process_manager(svc, settings, own_queue)
+    threads = concurrency or settings.concurrency
+    ops = install_operations(app, settings, svc, url, concurrency=threads, events=events)
     reaper: list[Reaper] = []
     # before consuming: persisted MCP tools are callable from the first task; never blocks
-    svc = runtime()
     guard = svc.components.get("approval")
     reload_policy = (
         functools.partial(approval_policy.reload, svc.ledger.client, guard)
@@ -117,6 +123,7 @@ def run_worker(
         timer.start()
 
     def _shutdown(**_: Any) -> None:
+        ops.close()
         if mcp is not None:
             mcp.close()  # stops the MCP server processes
         for r in reaper:
@@ -141,12 +148,12 @@ def run_worker(
     argv = [
         "worker",
         "--pool=threads",
-        f"--concurrency={concurrency or settings.concurrency}",
+        f"--concurrency={threads}",
         f"--queues={','.join([*(queues or [settings.queue]), own_queue])}",
         f"--hostname=sbx-{socket.gethostname()}-%i@%h",
         "--without-gossip",
         "--without-mingle",
-        "--without-heartbeat",
+        *ops.worker_options,
         f"--loglevel={loglevel}",
     ]
     try:

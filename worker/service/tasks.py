@@ -18,6 +18,7 @@ from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK
 from worker.service.approvals import execute_approval
+from worker.service.call_observers import notify_answered
 from worker.service.calls import cancelled_before_start, prepare_call, run_call, uses_session
 from worker.service.dispatcher import Busy
 from worker.service.runtime import WorkerRuntime, runtime
@@ -37,6 +38,7 @@ def deliver_result(
     True when delivered (or a result was delivered before); False when the
     broker stayed unreachable for ``patience`` seconds (logged: the result is gone).
     """
+    notify_answered(call_id, result)
     deadline = time.monotonic() + patience
     backoff, warned = 0.05, False
     while True:
@@ -141,6 +143,7 @@ def _hand_over(svc: WorkerRuntime, message: ToolCallMessage, queue: str, holder:
     onward = message.model_copy(update={"handoffs": message.handoffs + 1})
     if svc.ledger.hand_off(message.call_id, svc.worker_id, holder):
         svc.sender().send_call(onward, queue)
+        notify_answered(message.call_id, None)
         log.debug("call %s handed to %s, which serves its session", message.call_id, queue)
 
 
