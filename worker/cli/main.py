@@ -10,6 +10,7 @@ from worker.errors import SbxError, exit_code_for
 
 from .commands import add_core_commands
 from .files import add_cp_command
+from .mcp_command import add_mcp_command
 from .output import EXIT_FAILURE, EXIT_USAGE, CliError
 from .process_commands import add_process_commands
 from .session_commands import add_session_commands
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_process_commands(sub)
     add_session_commands(sub)
     add_cp_command(sub)
+    add_mcp_command(sub)
     from .demo import add_demo_command
     from .health import add_health_command
 
