@@ -10,6 +10,10 @@ readers block until a newline or a character count, which sentinel framing
 cannot use. :meth:`VercelApi.logs` iterates ``SandboxService.process_logs`` the
 way the SDK's own sync readers do (``iter_coroutine``); that reach into
 non-public names is why the SDK version is pinned and checked by a test.
+
+The session shell's two per-call endpoints (stdin, the log stream) are spoken
+directly by :mod:`.wire` when :meth:`VercelApi.endpoint` gives it an address;
+this module stays the only one that talks to the SDK.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from environments.errors import (
 )
 from environments.errors import SandboxError as SbxSandboxError
 
+from . import wire
 from .config import VercelConfig
 
 SDK_VERSION = "0.10.0"
@@ -169,6 +174,8 @@ class VercelApi:
         self.config = config
         self.where = config.base_url or "the default endpoint"
         self._client: SyncSandboxClient | None = None
+        self._endpoint: wire.Endpoint | None = None
+        self._endpoint_known = False
 
     @property
     def client(self) -> SyncSandboxClient:
@@ -199,6 +206,25 @@ class VercelApi:
                 _clients[key] = client
         self._client = client
         return client
+
+    def endpoint(self) -> wire.Endpoint | None:
+        """Where :mod:`.wire` sends the shell's stdin and reads its log stream: the SDK's
+        API address and these credentials; ``None`` when a proxy applies (see there)."""
+        if not self._endpoint_known:
+            creds = resolve_credentials(self.config)
+            base_url = SyncServiceOptions(
+                base_url=self.config.base_url, credentials_factory=lambda: creds
+            ).base_url
+            self._endpoint = wire.endpoint_for(
+                base_url,
+                creds.token,
+                creds.team_id,
+                user_agent=f"sbx (vercel-sandbox {SDK_VERSION})",
+                connect_timeout=self.config.connect_timeout,
+                request_timeout=self.config.request_timeout,
+            )
+            self._endpoint_known = True
+        return self._endpoint
 
     # -- sandboxes --------------------------------------------------------------
 
@@ -342,8 +368,9 @@ class VercelApi:
         with contextlib.suppress(Exception):
             process.kill()
 
-    def logs(self, process: Process) -> Iterator[str]:
-        """The process's stdout as it is written (text chunks), until it ends.
+    def logs(self, process: Process, skip: int = 0) -> Iterator[str]:
+        """The process's stdout as it is written (text chunks), until it ends; the first
+        ``skip`` characters left out (delivered already by a stream that broke).
 
         Ends quietly when the stream breaks for good (the sandbox stopped)."""
         service: Any = self.client._service
@@ -358,8 +385,11 @@ class VercelApi:
                     event = iter_coroutine(next_event())
                 except StopAsyncIteration:
                     return
-                if event.stream == "stdout":
-                    yield event.data
+                if event.stream != "stdout":
+                    continue
+                data, skip = event.data[skip:], max(0, skip - len(event.data))
+                if data:
+                    yield data
         except (SandboxError, httpx2.HTTPError, SandboxStreamError, OSError):
             return
         finally:
