@@ -3,10 +3,11 @@
 The session shell is a single long-lived exec; its stdin and stdout carry the
 framing of :mod:`environments.shell.framing`. Both directions live on the SDK's
 own event loop: a pump task moves stdout chunks into a
-:class:`~environments.shell.queued.QueuedOutput`, and a writer task sends queued
-input in order, coalescing what piled up while the previous write was in
-flight. :meth:`write` never waits for the network: a failed write shows up as
-the end of the stream.
+:class:`~environments.shell.queued.QueuedOutput`, and input is sent in order:
+a write starts its RPC at once when none is in flight, else it waits and goes
+out, coalesced with what piled up, when the one in flight is answered.
+:meth:`write` never waits for the network: a failed write shows up as the end
+of the stream.
 """
 
 from __future__ import annotations
@@ -31,9 +32,8 @@ class ModalExecChannel(QueuedOutput, ClosesOnce):
         self._loop = sdk.sdk_loop()
         self._outbox: list[bytes] = []
         self._stdin_eof = False
-        self._wake = asyncio.Event()
+        self._sending: asyncio.Future[None] | None = None
         self._pump = sdk.submit(self._read_all())
-        self._writer = sdk.submit(self._write_all())
 
     # -- on the SDK's loop ------------------------------------------------------------------
 
@@ -47,10 +47,8 @@ class ModalExecChannel(QueuedOutput, ClosesOnce):
         finally:
             self.put(b"")
 
-    async def _write_all(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
+    async def _send_all(self) -> None:
+        while self._outbox or self._stdin_eof:
             data, eof = b"".join(self._outbox), self._stdin_eof
             self._outbox.clear()
             try:
@@ -61,16 +59,20 @@ class ModalExecChannel(QueuedOutput, ClosesOnce):
                 return
             if eof:
                 return
+        self._sending = None
 
     def _enqueue(self, data: bytes, eof: bool) -> None:
+        if self._broken or (self._stdin_eof and self._sending is None):
+            return  # nothing more goes in after EOF or a failed write
         self._outbox.append(data)
         self._stdin_eof = self._stdin_eof or eof
-        self._wake.set()
+        if self._sending is None:
+            self._sending = asyncio.ensure_future(self._send_all())
 
     # -- the Channel protocol (caller's thread) ------------------------------------------------
 
     def write(self, data: bytes) -> None:
-        if self._closed or self.eof or self._broken or self._writer.done():
+        if self._closed or self.eof or self._broken:
             raise BrokenPipeError("the Modal exec stream is closed")
         self._loop.call_soon_threadsafe(self._enqueue, data, False)
 

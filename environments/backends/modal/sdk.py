@@ -28,6 +28,7 @@ import modal.exception as modal_errors
 from modal._utils.async_utils import synchronizer  # the SDK's own event loop (private)
 from modal.config import config as modal_config
 from modal.stream_type import StreamType
+from modal_proto import task_command_router_pb2 as sr_pb2
 from modal_proto.api_pb2 import FILE_DESCRIPTOR_STDOUT
 
 from environments.errors import (
@@ -301,9 +302,17 @@ async def exec_process(sandbox: Sandbox, argv: list[str]) -> Process:
 
 @dataclass
 class Stream:
-    """The session shell's stdio through the exec's task command router client, below the
-    SDK's public stream wrappers (their per-chunk locks and loop-translation layers cost
-    ~10% of a warm call). Private SDK attributes: pinned version, see the tests."""
+    """The session shell's stdio on the exec's task command router, called at its gRPC stub.
+
+    The SDK's public stream wrappers (per-chunk locks, loop translation) and its
+    router client's per-call layers (retry loop, auth-retry wrapper, error
+    converter, a lease and an idle timer per chunk) cost more client CPU per
+    warm call than the RPC itself. Each direct call holds the router client's
+    lease (so its connection is not released as idle) and sends the client's
+    current JWT; a direct call that fails is repeated once through the SDK's own
+    method, which retries transient errors and refreshes the JWT -- safe, as
+    stdin writes carry their offset and output reads start at one. Private SDK
+    attributes: pinned version, see the tests."""
 
     router: Any
     task_id: str
@@ -317,12 +326,44 @@ class Stream:
         return cls(raw._command_router_client, raw._task_id, raw._process_id)
 
     async def stdout(self) -> AsyncIterator[bytes]:
-        stream = self.router.exec_stdio_read(self.task_id, self.exec_id, FILE_DESCRIPTOR_STDOUT)
-        async for item in stream:
+        """The exec's stdout from its start, chunk by chunk, until it ends."""
+        offset = 0
+        try:
+            async with self.router._lease():
+                method = self.router._stub.TaskExecStdioRead
+                async with method.open(metadata=self.router._get_metadata()) as call:
+                    request = sr_pb2.TaskExecStdioReadRequest(
+                        task_id=self.task_id,
+                        exec_id=self.exec_id,
+                        offset=0,
+                        file_descriptor=sr_pb2.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT,
+                    )
+                    await call.send_message(request, end=True)
+                    async for item in call:
+                        if item.data:
+                            offset += len(item.data)
+                            yield bytes(item.data)
+            return
+        except Exception:  # resumed below from the offset reached
+            pass
+        async for item in self.router.exec_stdio_read(
+            self.task_id, self.exec_id, FILE_DESCRIPTOR_STDOUT, start_offset=offset
+        ):
             yield bytes(item.data)
 
     async def write(self, data: bytes, *, eof: bool = False) -> None:
-        await self.router.exec_stdin_write(self.task_id, self.exec_id, self.stdin_offset, data, eof)
+        """Write ``data`` (then EOF when ``eof``) after everything written before."""
+        request = sr_pb2.TaskExecStdinWriteRequest(
+            task_id=self.task_id, exec_id=self.exec_id, offset=self.stdin_offset, data=data, eof=eof
+        )
+        try:
+            async with self.router._lease():
+                method = self.router._stub.TaskExecStdinWrite
+                await method(request, metadata=self.router._get_metadata())
+        except Exception:
+            await self.router.exec_stdin_write(
+                self.task_id, self.exec_id, self.stdin_offset, data, eof
+            )
         self.stdin_offset += len(data)
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from environments.shell.queued import QueuedOutput, QueuedReads
 
 from .sdk import Process, VercelApi
-from .stream import ShellOutput, stdin_sink
+from .stream import ShellOutput, endpoint, stdin_sink
 
 LAUNCH = r"""
 enc=$1; shell=$2
@@ -105,8 +105,9 @@ class VercelShellChannel(QueuedReads):
         self.on_close: Callable[[], None] | None = None
         self.abandon = False
         """Set when the sandbox itself goes next: close() then leaves the process alone."""
-        self._source = ShellOutput(api, process)
-        self._stdin = stdin_sink(api, process, self._end)
+        direct = endpoint(api)
+        self._source = ShellOutput(api, process, direct)
+        self._stdin = stdin_sink(api, process, direct, self._end)
         threading.Thread(target=self._pump, name="sbx-vercel-out", daemon=True).start()
 
     def _end(self) -> None:

@@ -12,8 +12,8 @@ way the SDK's own sync readers do (``iter_coroutine``); that reach into
 non-public names is why the SDK version is pinned and checked by a test.
 
 The session shell's two per-call endpoints (stdin, the log stream) are spoken
-directly by :mod:`.wire` when :meth:`VercelApi.endpoint` gives it an address;
-this module stays the only one that talks to the SDK.
+directly by :mod:`.wire` (at :meth:`VercelApi.base_url`, with these credentials);
+this module stays the only one that calls the SDK.
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ from environments.errors import (
 )
 from environments.errors import SandboxError as SbxSandboxError
 
-from . import wire
 from .config import VercelConfig
 
 SDK_VERSION = "0.10.0"
@@ -174,8 +173,6 @@ class VercelApi:
         self.config = config
         self.where = config.base_url or "the default endpoint"
         self._client: SyncSandboxClient | None = None
-        self._endpoint: wire.Endpoint | None = None
-        self._endpoint_known = False
 
     @property
     def client(self) -> SyncSandboxClient:
@@ -207,24 +204,9 @@ class VercelApi:
         self._client = client
         return client
 
-    def endpoint(self) -> wire.Endpoint | None:
-        """Where :mod:`.wire` sends the shell's stdin and reads its log stream: the SDK's
-        API address and these credentials; ``None`` when a proxy applies (see there)."""
-        if not self._endpoint_known:
-            creds = resolve_credentials(self.config)
-            base_url = SyncServiceOptions(
-                base_url=self.config.base_url, credentials_factory=lambda: creds
-            ).base_url
-            self._endpoint = wire.endpoint_for(
-                base_url,
-                creds.token,
-                creds.team_id,
-                user_agent=f"sbx (vercel-sandbox {SDK_VERSION})",
-                connect_timeout=self.config.connect_timeout,
-                request_timeout=self.config.request_timeout,
-            )
-            self._endpoint_known = True
-        return self._endpoint
+    def base_url(self) -> str:
+        """The API address the SDK sends requests to (its default when none is configured)."""
+        return SyncServiceOptions(base_url=self.config.base_url).base_url
 
     # -- sandboxes --------------------------------------------------------------
 

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from . import wire
-from .sdk import Process, VercelApi
+from .http11 import Endpoint, endpoint_for
+from .sdk import SDK_VERSION, Process, VercelApi, resolve_credentials
 
 
 class StdinSink(Protocol):
@@ -27,12 +28,27 @@ class StdinSink(Protocol):
         """Stop writing (the process's stdin itself stays open)."""
 
 
-def stdin_sink(api: VercelApi, process: Process, on_broken: Callable[[], None]) -> StdinSink:
-    """The writer of ``process``'s stdin; ``on_broken`` runs once when it stops taking input."""
-    endpoint = api.endpoint()
-    if endpoint is None:
+def endpoint(api: VercelApi) -> Endpoint | None:
+    """Where :mod:`.wire` reaches the API of ``api`` (``None``: through the SDK only)."""
+    creds = resolve_credentials(api.config)
+    return endpoint_for(
+        api.base_url(),
+        creds.token,
+        creds.team_id,
+        user_agent=f"sbx (vercel-sandbox {SDK_VERSION})",
+        connect_timeout=api.config.connect_timeout,
+        request_timeout=api.config.request_timeout,
+    )
+
+
+def stdin_sink(
+    api: VercelApi, process: Process, direct: Endpoint | None, on_broken: Callable[[], None]
+) -> StdinSink:
+    """The writer of ``process``'s stdin (at ``direct``, else through the SDK);
+    ``on_broken`` runs once when it stops taking input."""
+    if direct is None:
         return SdkStdinWriter(api, process, on_broken)
-    return wire.StdinWriter(endpoint, process.session_id, process.id, on_broken)
+    return wire.StdinWriter(direct, process.session_id, process.id, on_broken)
 
 
 class SdkStdinWriter:
@@ -74,12 +90,11 @@ class ShellOutput:
     the SDK's reader replays the log and what was delivered already is skipped.
     :meth:`close` ends a direct read at once (from another thread)."""
 
-    def __init__(self, api: VercelApi, process: Process) -> None:
+    def __init__(self, api: VercelApi, process: Process, direct: Endpoint | None) -> None:
         self._api = api
         self._process = process
-        endpoint = api.endpoint()
         self._direct = (
-            None if endpoint is None else wire.LogStream(endpoint, process.session_id, process.id)
+            None if direct is None else wire.LogStream(direct, process.session_id, process.id)
         )
         self._closed = False
 

@@ -21,9 +21,9 @@ with verified certificates for ``https``), with the SDK's semantics:
   the caller resumes through the SDK's own reader, which reconnects and replays.
 
 Everything else (lifecycle, helpers, files, closing stdin) stays with the SDK.
-:func:`endpoint_for` returns ``None`` when a proxy applies to the API's address
-(the SDK's HTTP client honours the proxy variables; this module does not): the
-SDK then carries the stream too.
+:func:`.http11.endpoint_for` returns ``None`` when a proxy applies to the API's
+address (the SDK's HTTP client honours the proxy variables; :mod:`.http11` does
+not): the SDK then carries the stream too.
 """
 
 from __future__ import annotations
@@ -32,194 +32,20 @@ import base64
 import contextlib
 import json
 import queue
-import socket
-import ssl
 import threading
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+
+from .http11 import Connection, Endpoint, WireError
 
 _RETRIES = 5
 _RETRYABLE = frozenset({429, 502, 503, 504})
-_MAX_HEAD = 64 * 1024
-_MAX_BODY = 1 << 20
-_READ_SIZE = 1 << 16
-_tls_lock = threading.Lock()
-_tls: ssl.SSLContext | None = None
-
-
-class WireError(OSError):
-    """The service answered something that is not HTTP/1.1 as this module reads it."""
+_CHUNK = 512 * 1024
+"""Stdin bytes per request (the SDK's size: its base64 JSON stays under the API's 1 MB)."""
 
 
 class StreamBroken(Exception):
     """The log stream broke in a way a reconnect may mend (resume it elsewhere)."""
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where and as whom: the API's address and the request credentials."""
-
-    tls: bool
-    host: str
-    port: int
-    base_path: str
-    token: str
-    team_id: str
-    user_agent: str
-    connect_timeout: float
-    request_timeout: float
-
-    def path(self, session_id: str, process_id: str, leaf: str) -> str:
-        sid, cid = (urllib.parse.quote(p, safe="") for p in (session_id, process_id))
-        team = urllib.parse.quote(self.team_id, safe="")
-        return f"{self.base_path}/v2/sandboxes/sessions/{sid}/cmd/{cid}/{leaf}?teamId={team}"
-
-    def head(self, method: str, path: str, extra: str = "") -> bytes:
-        default = 443 if self.tls else 80
-        host = self.host if self.port == default else f"{self.host}:{self.port}"
-        return (
-            f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {self.token}\r\n"
-            f"User-Agent: {self.user_agent}\r\nAccept: application/json\r\n{extra}\r\n"
-        ).encode()
-
-
-def endpoint_for(
-    base_url: str,
-    token: str,
-    team_id: str,
-    *,
-    user_agent: str,
-    connect_timeout: float,
-    request_timeout: float,
-) -> Endpoint | None:
-    """The :class:`Endpoint` of ``base_url``; ``None`` when a proxy applies to it or its
-    scheme is neither ``http`` nor ``https`` (then the SDK carries the stream)."""
-    url = urllib.parse.urlsplit(base_url)
-    if url.scheme not in ("http", "https") or not url.hostname:
-        return None
-    proxies = urllib.request.getproxies()
-    if (proxies.get(url.scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(
-        url.hostname
-    ):
-        return None
-    return Endpoint(
-        tls=url.scheme == "https",
-        host=url.hostname,
-        port=url.port or (443 if url.scheme == "https" else 80),
-        base_path=url.path.rstrip("/"),
-        token=token,
-        team_id=team_id,
-        user_agent=user_agent,
-        connect_timeout=connect_timeout,
-        request_timeout=request_timeout,
-    )
-
-
-def _tls_context() -> ssl.SSLContext:
-    global _tls
-    with _tls_lock:
-        if _tls is None:
-            context = ssl.create_default_context()
-            context.set_alpn_protocols(["http/1.1"])
-            _tls = context
-        return _tls
-
-
-class Connection:
-    """One HTTP/1.1 connection: requests out, status/headers/body in."""
-
-    def __init__(self, endpoint: Endpoint, timeout: float | None) -> None:
-        sock = socket.create_connection(
-            (endpoint.host, endpoint.port), timeout=endpoint.connect_timeout
-        )
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if endpoint.tls:
-                sock = _tls_context().wrap_socket(sock, server_hostname=endpoint.host)
-            sock.settimeout(timeout)
-        except BaseException:
-            sock.close()
-            raise
-        self._sock = sock
-        self._in = sock.makefile("rb")
-        self.reusable = True
-
-    def send(self, data: bytes) -> None:
-        self._sock.sendall(data)
-
-    def _line(self) -> bytes:
-        line = self._in.readline(_MAX_HEAD)
-        if not line.endswith(b"\n"):
-            raise WireError("connection closed in a response head")
-        return line
-
-    def read_head(self) -> tuple[int, dict[str, str]]:
-        """The status code and (lower-cased) headers of the next response."""
-        parts = self._line().split(None, 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-            raise WireError("not an HTTP/1.1 response")
-        headers: dict[str, str] = {}
-        size = 0
-        while (line := self._line()) not in (b"\r\n", b"\n"):
-            size += len(line)
-            if size > _MAX_HEAD:
-                raise WireError("response head too large")
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        if headers.get("connection", "").lower() == "close":
-            self.reusable = False
-        return int(parts[1]), headers
-
-    def body_chunks(self, headers: dict[str, str]) -> Iterator[bytes]:
-        """The body as it arrives (chunked, sized, or up to the end of the connection)."""
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            while True:
-                size = int(self._line().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self._line() not in (b"\r\n", b"\n"):
-                        pass
-                    return
-                while size > 0:
-                    data = self._in.read1(min(size, _READ_SIZE))
-                    if not data:
-                        raise WireError("connection closed in a chunk")
-                    size -= len(data)
-                    yield data
-                self._line()
-        elif "content-length" in headers:
-            left = int(headers["content-length"])
-            while left > 0:
-                data = self._in.read1(min(left, _READ_SIZE))
-                if not data:
-                    raise WireError("connection closed in a response body")
-                left -= len(data)
-                yield data
-        else:
-            self.reusable = False
-            while data := self._in.read1(_READ_SIZE):
-                yield data
-
-    def read_response(self) -> tuple[int, dict[str, str], bytes]:
-        status, headers = self.read_head()
-        body = bytearray()
-        for data in self.body_chunks(headers):
-            body += data
-            if len(body) > _MAX_BODY:
-                raise WireError("response body too large")
-        return status, headers, bytes(body)
-
-    def shutdown(self) -> None:
-        """Unblock a reader waiting on this connection (from another thread)."""
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._in.close()
-            self._sock.close()
 
 
 def _retry_delay(attempt: int, headers: dict[str, str] | None = None) -> float:
@@ -233,12 +59,13 @@ def _retry_delay(attempt: int, headers: dict[str, str] | None = None) -> float:
 class StdinWriter:
     """Ordered writes to one process's stdin (see the module docstring).
 
-    :meth:`write` never waits for the service: the request leaves from the caller's
-    thread when none is in flight, otherwise the data waits and goes out, coalesced,
-    when the answer to the one in flight has come. A responder thread reads the
-    answers and resends after failures; when the service refuses input for good it
-    calls ``on_broken`` once and later writes raise ``BrokenPipeError``. The shell's
-    stdin must be written through this writer only, from its start (offset 0).
+    :meth:`write` never waits for the service: on an open connection with no request
+    in flight the request leaves from the caller's thread, otherwise the data waits
+    and goes out, coalesced, when the answer to the one in flight has come (at most
+    512 KiB a request, as the SDK sends). A responder thread opens the connection,
+    reads the answers and resends after failures; when the service refuses input for
+    good it calls ``on_broken`` once and later writes raise ``BrokenPipeError``. The
+    shell's stdin must be written through this writer only, from its start (offset 0).
     """
 
     def __init__(
@@ -255,7 +82,7 @@ class StdinWriter:
         self._closed = False
         self._current = (0, b"")
         self._conn: Connection | None = None
-        self._send_failed = False
+        self._unsent = False
         self._turns: queue.SimpleQueue[bool] = queue.SimpleQueue()
         threading.Thread(target=self._respond, name="sbx-vercel-stdin", daemon=True).start()
 
@@ -268,8 +95,13 @@ class StdinWriter:
                 self._pending += data
                 return
             self._busy = True
-            self._current = (self._offset, data)
-        self._send()
+            self._current = (self._offset, data[:_CHUNK])
+            self._pending += data[_CHUNK:]
+        conn = self._conn
+        if conn is not None and conn.reusable:
+            self._send()
+        else:
+            self._unsent = True  # the responder connects first
         self._turns.put(True)
 
     def close(self) -> None:
@@ -292,15 +124,15 @@ class StdinWriter:
         return head + body.encode("ascii")
 
     def _send(self) -> None:
-        """Send the current request on the kept-alive connection (opened if needed)."""
-        self._send_failed = False
+        """Send the current request, on a new connection when the last one is spent."""
+        self._unsent = False
         try:
             if self._conn is None or not self._conn.reusable:
                 self._reconnect()
             assert self._conn is not None
             self._conn.send(self._request())
         except OSError:
-            self._send_failed = True  # the responder resends on a new connection
+            self._unsent = True  # the responder resends on a new connection
 
     def _reconnect(self) -> None:
         if self._conn is not None:
@@ -309,6 +141,8 @@ class StdinWriter:
         self._conn = Connection(self._endpoint, self._endpoint.request_timeout)
 
     def _respond(self) -> None:
+        with contextlib.suppress(OSError):  # the first write connects again if this fails
+            self._reconnect()
         while self._turns.get():
             try:
                 self._finish_turn()
@@ -320,13 +154,13 @@ class StdinWriter:
         attempt = 0
         while not self._closed:
             try:
-                if self._send_failed or self._conn is None:
+                if self._unsent or self._conn is None:
                     raise WireError("request not sent")
                 status, headers, body = self._conn.read_response()
             except OSError:
-                attempt += 1
-                if attempt > _RETRIES or self._closed:
+                if self._closed or attempt >= _RETRIES:
                     return self._break()
+                attempt += 1
                 if attempt > 1:  # the first resend is at once (a stale kept-alive connection)
                     time.sleep(_retry_delay(attempt - 1))
                 if self._conn is not None:
@@ -347,8 +181,8 @@ class StdinWriter:
                 if written < start + len(data):
                     self._current = (written, data[written - start :])
                 elif self._pending:
-                    self._current = (written, bytes(self._pending))
-                    self._pending.clear()
+                    self._current = (written, bytes(self._pending[:_CHUNK]))
+                    del self._pending[:_CHUNK]
                 else:
                     self._busy = False
                     return None
@@ -411,19 +245,22 @@ class LogStream:
         conn.send(self._endpoint.head("GET", self._path, "Connection: close\r\n"))
         status, headers = conn.read_head()
         if status != 200:
-            code = _error_code(b"".join(conn.body_chunks(headers))[:_MAX_BODY])
+            code = _error_code(conn.read_body(headers))
             if status in _RETRYABLE or status >= 500 or code == "sandbox_stream_closed":
                 raise StreamBroken(f"HTTP {status}")
             return  # refused for good (stopped, gone): the stream has ended
-        rest = b""
+        buf = bytearray()
         for data in conn.body_chunks(headers):
-            *lines, rest = (rest + data).split(b"\n")
-            for line in lines:
-                text = _stdout_of(line)
+            buf += data
+            start = 0
+            while (end := buf.find(b"\n", start)) >= 0:
+                text = _stdout_of(bytes(buf[start:end]))
+                start = end + 1
                 if text:
                     self.delivered += len(text)
                     yield text
-        if rest.strip():
+            del buf[:start]
+        if bytes(buf).strip():
             raise StreamBroken("truncated record")
 
 
