@@ -1,8 +1,10 @@
 """The session shell's byte stream over the Vercel Sandbox API.
 
 The shell is one SDK process (``sh`` with stdin piped). Input goes out as stdin
-requests; output comes back on the process's NDJSON log stream, read by a pump
-thread into a queue, so :meth:`VercelShellChannel.read` can wait with a timeout.
+requests (:mod:`.stream`: one per command, sent from the caller's thread, its
+answer read by another); output comes back on the process's NDJSON log stream,
+read by a pump thread into a queue, so :meth:`VercelShellChannel.read` can wait
+with a timeout.
 
 The service's log records carry *text*, so bytes that are not UTF-8 would not
 survive. :data:`LAUNCH` therefore pipes the shell's output through a base64 line
@@ -16,13 +18,13 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import queue
 import threading
 from collections.abc import Callable
 
 from environments.shell.queued import QueuedOutput, QueuedReads
 
 from .sdk import Process, VercelApi
+from .stream import ShellOutput, endpoint, stdin_sink
 
 LAUNCH = r"""
 enc=$1; shell=$2
@@ -103,40 +105,32 @@ class VercelShellChannel(QueuedReads):
         self.on_close: Callable[[], None] | None = None
         self.abandon = False
         """Set when the sandbox itself goes next: close() then leaves the process alone."""
-        # Writes go out from their own thread: the command starts running while its
-        # request's response is still on the way, and output is read meanwhile.
-        self._writes: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        direct = endpoint(api)
+        self._source = ShellOutput(api, process, direct)
+        self._stdin = stdin_sink(api, process, direct, self._end)
         threading.Thread(target=self._pump, name="sbx-vercel-out", daemon=True).start()
-        threading.Thread(target=self._writer, name="sbx-vercel-in", daemon=True).start()
+
+    def _end(self) -> None:
+        """The stream is over (the shell ended, or its stdin no longer takes input)."""
+        self._ended.set()
+        self._output.put(b"")
 
     def _pump(self) -> None:
         try:
-            for text in self._api.logs(self.process):
+            for text in self._source:
                 data = self.decoder.feed(text)
                 if data:
                     self._output.put(data)
         finally:
-            self._ended.set()
-            self._output.put(b"")
-
-    def _writer(self) -> None:
-        while (data := self._writes.get()) is not None:
-            try:
-                self._api.write_stdin(self.process, data)
-            except BrokenPipeError:
-                # The shell is gone: the reader sees the end of the stream (nothing of
-                # this input ran, which SessionShell handles as a dead shell).
-                self._ended.set()
-                self._output.put(b"")
-                return
+            self._end()
 
     def write(self, data: bytes) -> None:
-        """Queue ``data`` for the shell's stdin; ``BrokenPipeError`` once the stream ended.
+        """Send ``data`` to the shell's stdin; ``BrokenPipeError`` once the stream ended.
 
         A write that fails later ends the stream as EOF does."""
         if self._closed or self._output.eof or self._ended.is_set():
             raise BrokenPipeError("the session shell's stream has ended")
-        self._writes.put(data)
+        self._stdin.write(data)
 
     @property
     def peer_gone(self) -> bool:
@@ -147,7 +141,7 @@ class VercelShellChannel(QueuedReads):
         if self._closed:
             return
         self._closed = True
-        self._writes.put(None)
+        self._stdin.close()
         if self.on_close is not None:
             with contextlib.suppress(Exception):
                 self.on_close()
@@ -155,3 +149,4 @@ class VercelShellChannel(QueuedReads):
             self._api.close_stdin(self.process)  # an idle shell ends on EOF
             if not self._ended.wait(2.0):
                 self._api.kill(self.process)
+        self._source.close()

@@ -10,6 +10,10 @@ readers block until a newline or a character count, which sentinel framing
 cannot use. :meth:`VercelApi.logs` iterates ``SandboxService.process_logs`` the
 way the SDK's own sync readers do (``iter_coroutine``); that reach into
 non-public names is why the SDK version is pinned and checked by a test.
+
+The session shell's two per-call endpoints (stdin, the log stream) are spoken
+directly by :mod:`.wire` (at :meth:`VercelApi.base_url`, with these credentials);
+this module stays the only one that calls the SDK.
 """
 
 from __future__ import annotations
@@ -200,6 +204,10 @@ class VercelApi:
         self._client = client
         return client
 
+    def base_url(self) -> str:
+        """The API address the SDK sends requests to (its default when none is configured)."""
+        return SyncServiceOptions(base_url=self.config.base_url).base_url
+
     # -- sandboxes --------------------------------------------------------------
 
     def find(self, name: str) -> Sandbox | None:
@@ -342,8 +350,9 @@ class VercelApi:
         with contextlib.suppress(Exception):
             process.kill()
 
-    def logs(self, process: Process) -> Iterator[str]:
-        """The process's stdout as it is written (text chunks), until it ends.
+    def logs(self, process: Process, skip: int = 0) -> Iterator[str]:
+        """The process's stdout as it is written (text chunks), until it ends; the first
+        ``skip`` characters left out (delivered already by a stream that broke).
 
         Ends quietly when the stream breaks for good (the sandbox stopped)."""
         service: Any = self.client._service
@@ -358,8 +367,11 @@ class VercelApi:
                     event = iter_coroutine(next_event())
                 except StopAsyncIteration:
                     return
-                if event.stream == "stdout":
-                    yield event.data
+                if event.stream != "stdout":
+                    continue
+                data, skip = event.data[skip:], max(0, skip - len(event.data))
+                if data:
+                    yield data
         except (SandboxError, httpx2.HTTPError, SandboxStreamError, OSError):
             return
         finally:
