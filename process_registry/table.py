@@ -22,11 +22,8 @@ Contracts (docs/architecture.md, "Background processes" and "Identity"):
 from __future__ import annotations
 
 import builtins
-import contextlib
 import logging
-import os
 import secrets
-import signal
 import threading
 import time
 from collections import OrderedDict
@@ -39,19 +36,17 @@ from environments.errors import Unsupported
 from .adoption import adopt_all, adopt_one
 from .atomic import ensure_private_dir, validate_id
 from .checkpoints import CheckpointStore
+from .completion import ProcessCompletion
 from .continuations import ContinuationStore
 from .in_context import CONTEXT_BYTES
 from .models import (
     MAX_OFFSET,
-    AlreadyExists,
     InvalidRead,
     LogChunk,
     PermissionDenied,
     ProcessInfo,
     ProcessRecord,
-    ProcessState,
     ProcessTableError,
-    Receipt,
     WriterIdentity,
     redact,
 )
@@ -63,12 +58,10 @@ from .tokens.sealer import Sealer
 from .tracking import (
     AdoptionReport,
     Tracked,
-    draft_receipt,
     info_from_receipt,
     live_chunk,
     live_info,
     make_chunk,
-    status_file_code,
 )
 from .watcher import ExitWatcher
 
@@ -76,8 +69,6 @@ log = logging.getLogger(__name__)
 
 EnvironmentLookup = Callable[[ProcessRecord], Environment | None]
 """Returns the environment an adopted record's process lives in (None: not reachable now)."""
-
-_FINISHED_KEPT = 256
 
 
 class PtyUnsupported(ProcessTableError, ValueError):
@@ -88,7 +79,7 @@ class InputUnsupported(ProcessTableError, ValueError):
     """``write`` to a process that takes no input (not started with ``pty``, or ended)."""
 
 
-class ProcessTable:
+class ProcessTable(ProcessCompletion):
     """Background processes of one worker over one ``SBX_HOME``."""
 
     def __init__(
@@ -259,12 +250,6 @@ class ProcessTable:
 
     # -- completion ------------------------------------------------------------------------
 
-    def _on_exit(self, process_id: str, wait_status: int | None) -> None:
-        with self._lock:
-            tracked = self._live.get(process_id)
-        if tracked is not None:
-            self._finalize(tracked, wait_status)
-
     def finalize_untracked(self, t: Tracked) -> None:
         """Receipt a process that ended out of our sight (adoption): never signalled."""
         t.cap = self._new_tracked(t.record, t.env).cap
@@ -272,92 +257,7 @@ class ProcessTable:
             self._live[t.record.process_id] = t
         self._finalize(t, None)
 
-    def _finalize(self, t: Tracked, wait_status: int | None) -> None:
-        """Receipt, then release waiters, then drop the checkpoint (once per process)."""
-        with t.lock:
-            if t.finalizing:
-                return
-            t.finalizing = True
-        rec = t.record
-        self._sweeper.final(t)  # the file stays (spool, sandbox) after the receipt: bound it
-        try:
-            code = status_file_code(t.env, rec.status_path)
-            if code is None:
-                code = wait_status
-            status: ProcessState = t.ending or ("exited" if code is not None else "lost")
-            t.receipt = self._write_receipt(t, status, code)
-        except Exception:
-            log.exception("could not write the receipt of %s; its checkpoint stays", rec.process_id)
-            t.done.set()
-            return
-        t.done.set()
-        with self._lock:
-            self._live.pop(rec.process_id, None)
-            self._finished[rec.process_id] = t
-            while len(self._finished) > _FINISHED_KEPT:
-                _, old = self._finished.popitem(last=False)
-                self._discard_output(old)
-        if self.on_finished is not None:
-            try:
-                self.on_finished(rec.process_id, rec.owner_session_id)
-            except Exception:
-                log.exception("on_finished failed for %s", rec.process_id)
-        t.checkpointed.wait(30.0)
-        with contextlib.suppress(Exception):
-            self.checkpoints.remove(rec.process_id)
-        with contextlib.suppress(Exception):
-            if t.env.processes_on_worker_host:
-                os.unlink(rec.status_path)
-
-    def _write_receipt(self, t: Tracked, status: ProcessState, code: int | None) -> Receipt:
-        rec = t.record
-        draft = draft_receipt(
-            rec, t.env, status, code, self.receipts.output_cap, output_cap=t.cap.read_cap()
-        )
-        try:
-            return self.receipts.write(draft)
-        except AlreadyExists:
-            # Someone (another worker adopting it) wrote it first: theirs is the one receipt.
-            return self.receipts.read(rec.process_id, rec.owner_session_id, verified=False)
-
-    def _discard_output(self, t: Tracked) -> None:
-        if t.env.processes_on_worker_host:
-            with contextlib.suppress(OSError):
-                os.unlink(t.record.output_path)
-
     # -- killing ---------------------------------------------------------------------------
-
-    def _signal_end(self, t: Tracked, reason: ProcessState) -> bool:
-        """TERM the process group if it still is that process; mark why it ends."""
-        spawned = t.record.spawned()
-        if t.done.is_set() or not t.env.is_running(spawned):
-            return False
-        with t.lock:
-            if t.finalizing:
-                return False
-            t.ending = t.ending or reason
-        t.env.signal(spawned, signal.SIGTERM)
-        return True
-
-    def _expire(self, process_id: str) -> None:
-        with self._lock:
-            t = self._live.get(process_id)
-        if t is not None and self._signal_end(t, "timeout"):
-            self._watcher.schedule(self.kill_grace, lambda: self._force(t))
-
-    @staticmethod
-    def _await_group_end(spawned: SpawnedProcess, env: Environment, seconds: float) -> bool:
-        """Poll (bounded) until no member of the group runs; False if some still do."""
-        deadline = time.monotonic() + seconds
-        while env.signal(spawned, 0):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.02)
-        return True
-
-    def _force(self, t: Tracked) -> None:
-        """KILL whatever of the process group is left, leader or not."""
-        t.env.signal(t.record.spawned(), signal.SIGKILL)
 
     def kill(self, process_id: str, session_id: str) -> ProcessInfo:
         """TERM the process group, KILL it after ``kill_grace``; returns once it ended.
