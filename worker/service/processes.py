@@ -7,25 +7,20 @@ environments are the sessions' sandboxes in the worker's pool.
 Contracts:
 
 * Every method takes the caller's *verified* session id (``ctx.session_id``
-  for tools; the task verifies the token for :meth:`ProcessManager.receipt_op`).
+  for tools; ``worker.service.receipt_ops`` verifies the proof for receipt operations).
   Ownership is checked by the registry; a process id alone authorizes nothing.
 * Tool-facing methods never raise for expected failures: unknown ids, bad ids
   and unsupported actions come back as ``{"error": ..., "status": "not_found"
   | "invalid" | "error"}``. Another session's process or receipt answers
   exactly as an unknown id does (``not_found``, same words, answered here and
   never forwarded), so ids reveal nothing about other sessions.
-* Routing: each running (started or adopted) process is recorded in the
-  broker's Redis as ``sbx:process:<id>`` -> ``{"queue", "session"}``, the
-  queue being this worker's own queue (``worker.protocol.tasks.own_queue_name``), so clients
-  send later actions to the worker that holds the process. The key is deleted
-  once the receipt is written (workers sharing ``SBX_HOME`` all answer from
-  receipts), so a dead worker's queue is never the target of a finished process.
+* Routing: each running (started or adopted) process is routed to this worker's
+  own queue, and a finished one to its receipt (:mod:`worker.service.process_routes`).
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 import logging
 import threading
 from typing import Any
@@ -42,17 +37,17 @@ from process_registry.models import (
     ProcessRecord,
     ProcessTableError,
 )
-from process_registry.receipts import DEFAULT_MAX_AGE
-from process_registry.sessions import InvalidSessionId, validate_session_id
+from process_registry.sessions import InvalidSessionId
 from process_registry.table import InputUnsupported, ProcessTable, PtyUnsupported
 from process_registry.tokens.sealer import Sealer
 from registry.approval import CommandTooLong, PtyLineBuffer
 from registry.tools.process import ProcessArgs
 from worker.identity import sealer
-from worker.protocol.ledger import read_route, receipt_route_key, route_key
+from worker.protocol.ledger import read_route
 from worker.service.boundary import error_fields
 from worker.service.fleet_processes import SharedCheckpoints, adopt_orphans
 from worker.service.forwarding import ProcessForwarder
+from worker.service.process_routes import ProcessRoutes
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -66,7 +61,7 @@ def _error(message: str, status: str) -> dict[str, Any]:
     return {"error": message, "status": status}
 
 
-def _unknown(process_id: str | None) -> dict[str, Any]:
+def unknown_process(process_id: str | None) -> dict[str, Any]:
     """The one answer for an unknown process id and for another session's."""
     return _error(f"no process {process_id} in this session", "not_found")
 
@@ -95,6 +90,9 @@ class ProcessManager:
         self._pty_lock = threading.Lock()
         self.shared: SharedCheckpoints | None = None
         """The fleet's shared checkpoints (set by :func:`install_process_manager`)."""
+        self.routes = ProcessRoutes(
+            redis_client, worker_queue, worker_id, int(settings.receipt_max_age_days * 86400)
+        )
         self.forwarder: ProcessForwarder | None = None
         """Set by :func:`install_process_manager` in a worker with its own queue."""
         self.table = ProcessTable(
@@ -134,40 +132,15 @@ class ProcessManager:
             log.warning("cannot re-attach the sandbox of process %s", rec.process_id)
             return None
 
-    def _route(self, process_id: str, session_id: str) -> None:
-        if self.redis is None or self.worker_queue is None:
-            return
-        value = json.dumps(
-            {"queue": self.worker_queue, "session": session_id, "worker": self.worker_id}
-        )
-        try:
-            self.redis.set(route_key(process_id), value, ex=int(DEFAULT_MAX_AGE))
-        except redis.RedisError:
-            log.warning("could not record the route of %s", process_id, exc_info=True)
-
     def _unroute(self, process_id: str, owner: str) -> None:
-        """A finished process is only a receipt: its route goes (any worker on this home
-        answers from the receipt), and the fleet learns which worker's home holds it."""
+        """A finished process: the fleet's copy of its checkpoint goes, and its route
+        (see :mod:`worker.service.process_routes`)."""
         if self.shared is not None:
             try:
                 self.shared.remove(process_id)
             except redis.RedisError:
                 log.warning("could not drop the shared checkpoint of %s", process_id)
-        if self.redis is None:
-            return
-        try:
-            pipe = self.redis.pipeline(transaction=False)
-            pipe.delete(route_key(process_id))
-            if self.worker_queue is not None:
-                where = {"queue": self.worker_queue, "session": owner, "worker": self.worker_id}
-                pipe.set(
-                    receipt_route_key(process_id),
-                    json.dumps(where),
-                    ex=int(self.settings.receipt_max_age_days * 86400),
-                )
-            pipe.execute()
-        except redis.RedisError:
-            log.warning("could not drop the route of %s", process_id, exc_info=True)
+        self.routes.finished(process_id, owner)
 
     def holds_running(self, session_id: str, backend: str) -> bool:
         """True while a process of ``session_id`` runs in its ``backend`` sandbox.
@@ -200,7 +173,7 @@ class ProcessManager:
                 )
         except (WorkdirNotFound, PtyUnsupported, ProcessTableError, ValueError) as exc:
             return _error(str(exc), "error")
-        self._route(rec.process_id, ctx.session_id)
+        self.routes.record(rec.process_id, ctx.session_id)
         return {"process_id": rec.process_id, "pid": rec.pid, "status": "running"}
 
     # -- the process tool ------------------------------------------------------------------
@@ -241,7 +214,7 @@ class ProcessManager:
                 return self.table.kill(pid, session).model_dump(mode="json")
             return self._write(pid, args.data, ctx)
         except (PermissionDenied, NotFound):
-            return _unknown(args.process_id)
+            return unknown_process(args.process_id)
         except (ProcessTableError, InvalidSessionId) as exc:
             return error_fields(exc)
 
@@ -328,44 +301,6 @@ class ProcessManager:
             return _error(str(exc), "error")
         return {"process_id": process_id, "bytes_written": sent, "status": "running"}
 
-    # -- receipts and continuations (sbx.receipt_op) ----------------------------------------
-
-    def receipt_op(self, op: str, session_id: str, **kw: Any) -> dict[str, Any]:
-        """Receipt and session operations for the verified ``session_id``.
-
-        ``receipts_list`` -> ``{"receipts": [...]}``; ``receipt_show``
-        (``process_id``) -> ``{"receipt": {...}}``; ``receipts_verify`` ->
-        ``{"problems": [...], "sessions": [...]}`` over every session whose
-        receipts the caller may read; ``receipts_prune`` -> ``{"pruned": n}``;
-        ``continue`` (``child_id``) records that the child continues the
-        caller (the caller proved it holds the parent's token) ->
-        ``{"parent", "child"}``. Failures as in the module docstring.
-        """
-        store = self.table.receipts
-        try:
-            validate_session_id(session_id)
-            if op == "receipts_list":
-                return {"receipts": [r.model_dump(mode="json") for r in store.list(session_id)]}
-            if op == "receipt_show":
-                process_id = str(kw.get("process_id") or "")
-                try:
-                    receipt = store.read(process_id, session_id)
-                except (PermissionDenied, NotFound):
-                    return _unknown(process_id)
-                return {"receipt": receipt.model_dump(mode="json")}
-            if op == "receipts_verify":
-                sessions = store.sessions_readable_by(session_id)
-                return {"problems": store.verify(sessions), "sessions": sessions}
-            if op == "receipts_prune":
-                return {"pruned": store.prune()}
-            if op == "continue":
-                child = validate_session_id(str(kw.get("child_id") or ""))
-                self.table.continuations.record(session_id, child)
-                return {"parent": session_id, "child": child}
-        except (ProcessTableError, InvalidSessionId) as exc:
-            return error_fields(exc)
-        return _error(f"unknown session operation {op!r}", "invalid")
-
     # -- lifecycle -------------------------------------------------------------------------
 
     def adopt_all(self) -> dict[str, Any]:
@@ -378,7 +313,7 @@ class ProcessManager:
         for process_id in report.adopted:
             owner = self.table.owner_of(process_id)
             if owner is not None:
-                self._route(process_id, owner)
+                self.routes.record(process_id, owner)
             if self.shared is not None and process_id in before:
                 # This home's restarted worker took it: the fleet's copy says so too.
                 self.shared.take(before[process_id])
@@ -409,7 +344,7 @@ class ProcessManager:
         for process_id in taken:
             owner = self.table.owner_of(process_id)
             if owner is not None and self.table.tracks(process_id):
-                self._route(process_id, owner)
+                self.routes.record(process_id, owner)
         return taken
 
     def linger(self, session_id: str, timeout: float) -> builtins.list[dict[str, Any]]:

@@ -4,7 +4,7 @@ Receipts live under the worker's ``SBX_HOME`` and only a verified session may
 read them, so clients and the CLI ask a worker: the task verifies the
 session's proof exactly as ``execute_call`` does (``continue`` also the
 child session's: its consent), then runs the operation
-through the worker's :class:`~worker.processes.ProcessManager`. The result is
+on the worker's process table (:func:`receipt_op`). The result is
 always a JSON string: ``{"error", "status"}`` on failure (``denied`` for a
 missing or wrong token, with nothing protected in it).
 """
@@ -17,17 +17,56 @@ from typing import Any
 from celery import Celery, Task
 from pydantic import ValidationError
 
+from process_registry.models import NotFound, PermissionDenied, ProcessTableError
+from process_registry.sessions import InvalidSessionId, validate_session_id
+from process_registry.table import ProcessTable
 from registry.results import to_json, tool_error
 from worker.protocol.process_messages import ReceiptOpMessage
 from worker.protocol.tasks import RECEIPT_OP_TASK
 from worker.service.auth import authenticate, session_token_of
-from worker.service.boundary import CallerDenied, error_result
-from worker.service.processes import ProcessManager, install_process_manager
+from worker.service.boundary import CallerDenied, error_fields, error_result
+from worker.service.processes import ProcessManager, install_process_manager, unknown_process
 from worker.service.runtime import WorkerRuntime
 from worker.service.tasks import answer_in_mailbox
 
 log = logging.getLogger(__name__)
 
+
+def receipt_op(table: ProcessTable, op: str, session_id: str, **kw: Any) -> dict[str, Any]:
+    """Receipt and session operations for the verified ``session_id``.
+
+    ``receipts_list`` -> ``{"receipts": [...]}``; ``receipt_show``
+    (``process_id``) -> ``{"receipt": {...}}``; ``receipts_verify`` ->
+    ``{"problems": [...], "sessions": [...]}`` over every session whose
+    receipts the caller may read; ``receipts_prune`` -> ``{"pruned": n}``;
+    ``continue`` (``child_id``) records that the child continues the
+    caller (the caller proved it holds the parent's token) ->
+    ``{"parent", "child"}``. Failures as in the module docstring.
+    """
+    store = table.receipts
+    try:
+        validate_session_id(session_id)
+        if op == "receipts_list":
+            return {"receipts": [r.model_dump(mode="json") for r in store.list(session_id)]}
+        if op == "receipt_show":
+            process_id = str(kw.get("process_id") or "")
+            try:
+                receipt = store.read(process_id, session_id)
+            except (PermissionDenied, NotFound):
+                return unknown_process(process_id)
+            return {"receipt": receipt.model_dump(mode="json")}
+        if op == "receipts_verify":
+            sessions = store.sessions_readable_by(session_id)
+            return {"problems": store.verify(sessions), "sessions": sessions}
+        if op == "receipts_prune":
+            return {"pruned": store.prune()}
+        if op == "continue":
+            child = validate_session_id(str(kw.get("child_id") or ""))
+            table.continuations.record(session_id, child)
+            return {"parent": session_id, "child": child}
+    except (ProcessTableError, InvalidSessionId) as exc:
+        return error_fields(exc)
+    return {"error": f"unknown session operation {op!r}", "status": "invalid"}
 
 
 def execute_receipt_op(raw: Any, svc: WorkerRuntime) -> str:
@@ -49,7 +88,8 @@ def execute_receipt_op(raw: Any, svc: WorkerRuntime) -> str:
     if not isinstance(service, ProcessManager):
         service = install_process_manager(svc, svc.settings)
     try:
-        result = service.receipt_op(
+        result = receipt_op(
+            service.table,
             message.op,
             message.session_id,
             process_id=message.process_id,
@@ -65,5 +105,5 @@ def register_receipt_tasks(app: Celery) -> None:
     """Add ``sbx.receipt_op`` to ``app`` (call next to ``register_tasks``)."""
 
     @app.task(name=RECEIPT_OP_TASK, bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
-    def receipt_op(self: Task, message: dict[str, Any]) -> str:
+    def receipt_op_task(self: Task, message: dict[str, Any]) -> str:
         return answer_in_mailbox(str(self.request.id), execute_receipt_op, message)

@@ -1,0 +1,64 @@
+"""Where a session's processes are answered: their routes in the ledger.
+
+A running process is routed to the worker holding it (``sbx:process:<id>`` ->
+``{"queue", "session", "worker"}``, its own queue), so clients send later actions
+there. A finished process is only a receipt: its route goes (any worker on that
+home answers from the receipt) and a receipt route says which worker's home holds
+it. Ledger errors are logged, never raised: a missing route costs a forward, not
+a call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import redis
+
+from process_registry.receipts import DEFAULT_MAX_AGE
+from worker.protocol.ledger import receipt_route_key, route_key
+
+log = logging.getLogger(__name__)
+
+
+class ProcessRoutes:
+    """The routes of one worker's processes (none without a ledger or an own queue)."""
+
+    def __init__(
+        self,
+        client: redis.Redis | None,
+        worker_queue: str | None,
+        worker_id: str,
+        receipt_ttl_s: int,
+    ) -> None:
+        self.client = client
+        self.worker_queue = worker_queue
+        self.worker_id = worker_id
+        self.receipt_ttl_s = receipt_ttl_s
+
+    def _where(self, session_id: str) -> str:
+        return json.dumps(
+            {"queue": self.worker_queue, "session": session_id, "worker": self.worker_id}
+        )
+
+    def record(self, process_id: str, session_id: str) -> None:
+        """Route ``process_id`` (running, owned by ``session_id``) to this worker."""
+        if self.client is None or self.worker_queue is None:
+            return
+        try:
+            self.client.set(route_key(process_id), self._where(session_id), ex=int(DEFAULT_MAX_AGE))
+        except redis.RedisError:
+            log.warning("could not record the route of %s", process_id, exc_info=True)
+
+    def finished(self, process_id: str, owner: str) -> None:
+        """``process_id`` is a receipt now: drop its route, record where the receipt is."""
+        if self.client is None:
+            return
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.delete(route_key(process_id))
+            if self.worker_queue is not None:
+                pipe.set(receipt_route_key(process_id), self._where(owner), ex=self.receipt_ttl_s)
+            pipe.execute()
+        except redis.RedisError:
+            log.warning("could not drop the route of %s", process_id, exc_info=True)
