@@ -27,8 +27,9 @@ from environments.config import BackendConfig, config_of
 from environments.errors import BackendUnavailable, SandboxDead, SandboxError
 from environments.sanitize import client_environment
 from environments.shell import helper as scripts
-from environments.shell.driver import SessionShell, ShellResult
+from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
+from environments.shell.result import ShellResult
 
 _SHELLS = {"sh": ["sh", "-s"], "bash": ["bash", "--noprofile", "--norc", "-s"]}
 

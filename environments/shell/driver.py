@@ -16,11 +16,9 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
 
-from environments.base import ExecResult
 from environments.errors import InvalidCommand, SandboxDead, WorkdirNotFound
+from environments.shell.channel import Channel, GroupKiller
 from environments.shell.framing import (
     KIND_CWD,
     KIND_END,
@@ -36,6 +34,7 @@ from environments.shell.framing import (
     shell_quote,
 )
 from environments.shell.output import OutputCapture
+from environments.shell.result import ShellResult
 from environments.shell.script import SHELL_MANAGED, bootstrap_script, restore_lines, run_line
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -43,55 +42,6 @@ TIMEOUT_EXIT_CODE = 124
 CANCELLED_EXIT_CODE = 130
 # How often a running command checks its cancel event.
 _CANCEL_POLL_S = 0.05
-
-
-class Channel(Protocol):
-    """A bidirectional byte stream to a shell's stdin and (merged) stdout."""
-
-    def write(self, data: bytes) -> None:
-        """Send ``data`` to the shell's stdin; raise ``OSError`` if the stream is gone."""
-
-    def read(self, timeout: float | None) -> bytes | None:
-        """Next chunk of output; ``None`` when ``timeout`` seconds pass; ``b""`` at EOF."""
-
-    def close(self) -> None:
-        """Terminate the shell and release the stream. Idempotent."""
-
-
-GroupKiller = Callable[[int, int], None]
-"""``kill_group(pgid, signum)``: deliver ``signum`` to a process group in the sandbox."""
-
-
-@dataclass(slots=True)
-class ShellResult:
-    """What one command did."""
-
-    output: OutputCapture
-    exit_code: int
-    timed_out: bool
-    cwd: str
-    shell_restarted: bool
-    cancelled: bool = False
-
-    def exec_result(
-        self, started: float, *, note: str = "", restarted: bool | None = None
-    ) -> ExecResult:
-        """The :class:`ExecResult` of this run; ``started`` is its ``time.monotonic()`` start.
-
-        ``note`` is prepended to the output (a backend's word about the sandbox);
-        ``restarted`` overrides ``shell_restarted``.
-        """
-        return ExecResult(
-            output=note + self.output.text(),
-            exit_code=self.exit_code,
-            timed_out=self.timed_out,
-            truncated=self.output.truncated,
-            output_bytes=self.output.total_bytes,
-            cwd=self.cwd,
-            duration_ms=int((time.monotonic() - started) * 1000),
-            shell_restarted=self.shell_restarted if restarted is None else restarted,
-            cancelled=self.cancelled,
-        )
 
 
 class SessionShell:

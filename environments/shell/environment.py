@@ -19,7 +19,8 @@ from typing import ClassVar
 
 from environments.base import Environment, ExecResult, ShellIdentity, ShellState
 from environments.errors import SandboxError
-from environments.shell.driver import SessionShell, ShellResult
+from environments.shell.driver import SessionShell
+from environments.shell.result import ShellResult
 
 
 class ShellEnvironment(Environment):

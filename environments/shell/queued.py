@@ -1,4 +1,4 @@
-"""Pieces the :class:`~environments.shell.driver.Channel` implementations share.
+"""Pieces the :class:`~environments.shell.channel.Channel` implementations share.
 
 :class:`QueuedOutput` is the reading half of a channel (a base class) whose
 output a producer (a pump task on asyncssh's or an SDK's event loop, an SDK's log

@@ -58,7 +58,7 @@ class PtyStream(Protocol):
 
 
 class PtyChannel(QueuedOutput, ClosesOnce):
-    """:class:`~environments.shell.driver.Channel` over a PTY websocket.
+    """:class:`~environments.shell.channel.Channel` over a PTY websocket.
 
     A reader thread drains the websocket into the channel's queue at all times
     (the daemon drops a client that falls behind); ``on_close`` runs once in

@@ -33,9 +33,10 @@ from environments.base import OUTPUT_ALIGN, ExecResult
 from environments.config import BackendConfig, config_of
 from environments.errors import SandboxDead, SandboxError, SandboxNotFound
 from environments.shell import helper as scripts
-from environments.shell.driver import SessionShell, ShellResult
+from environments.shell.driver import SessionShell
 from environments.shell.environment import SandboxShellEnvironment
 from environments.shell.framing import shell_quote
+from environments.shell.result import ShellResult
 
 _RESTARTED_NOTE = (
     "[sbx: the session's Daytona sandbox was {state}; it was started again. "

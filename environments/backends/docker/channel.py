@@ -1,4 +1,4 @@
-"""A :class:`~environments.shell.driver.Channel` over one attached ``docker exec``.
+"""A :class:`~environments.shell.channel.Channel` over one attached ``docker exec``.
 
 Docker multiplexes a non-TTY exec's stdout and stderr on the hijacked HTTP
 connection as frames: an 8-byte header (stream type, three zero bytes, the

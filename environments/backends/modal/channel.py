@@ -1,4 +1,4 @@
-"""A :class:`~environments.shell.driver.Channel` over one ``Sandbox.exec`` process of Modal's SDK.
+"""A :class:`~environments.shell.channel.Channel` over one ``Sandbox.exec`` process of Modal's SDK.
 
 The session shell is a single long-lived exec; its stdin and stdout carry the
 framing of :mod:`environments.shell.framing`. Both directions live on the SDK's

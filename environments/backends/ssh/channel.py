@@ -138,7 +138,7 @@ POOL = ConnectionPool()
 
 
 class SSHProcessChannel(QueuedOutput, ClosesOnce):
-    """:class:`~environments.shell.driver.Channel` over an asyncssh process (stdin and stdout).
+    """:class:`~environments.shell.channel.Channel` over an asyncssh process (stdin and stdout).
 
     A reader task on the loop moves stdout chunks into a queue; ``b""`` marks EOF.
     Writes are handed to the loop without waiting: a failed write shows up as EOF.

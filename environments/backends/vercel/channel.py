@@ -90,7 +90,7 @@ class StreamDecoder:
 
 
 class VercelShellChannel(QueuedReads):
-    """:class:`~environments.shell.driver.Channel` over the shell's SDK process.
+    """:class:`~environments.shell.channel.Channel` over the shell's SDK process.
 
     ``on_close`` runs once in :meth:`close`, before the shell's stdin is closed and
     the process killed (the environment kills a wedged shell's tree there)."""

@@ -31,8 +31,9 @@ from environments.base import ExecResult
 from environments.config import BackendConfig, config_of
 from environments.errors import SandboxDead, SandboxError, SandboxNotFound
 from environments.shell import helper as scripts
-from environments.shell.driver import SessionShell, ShellResult
+from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
+from environments.shell.result import ShellResult
 
 from .channel import VercelShellChannel, launch_args
 from .config import VercelConfig, sandbox_name
