@@ -1,7 +1,8 @@
-"""Fixtures of the approval tests: a clock, a real redis-server, a real judge HTTP server.
+"""Fixtures of the approval tests: a clock, a real redis-server, a real judge HTTP server,
+stores (memory and Redis) and guards over a config file.
 
 Registered for this directory by its ``conftest.py``; test modules ask for
-them by name and never import them.
+them by name (``write_config`` is imported: a plain helper).
 """
 
 from __future__ import annotations
@@ -10,11 +11,16 @@ import http.server
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from registry.approval import ApprovalConfigSource, ApprovalGuard, MemoryApprovalStore
+from registry.approval.redis_store import RedisApprovalStore
+from registry.approval.store import ApprovalStore
 from tests.helpers import redis_server as helper_redis_server
 
 
@@ -139,3 +145,37 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@pytest.fixture(params=["memory", "redis"])
+def make_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], ApprovalStore]]:
+    """Factory of stores sharing one backend (two Redis stores = two workers)."""
+    if request.param == "memory":
+        shared = MemoryApprovalStore()
+        yield lambda: shared
+        return
+    client = request.getfixturevalue("redis_client")
+    yield lambda: RedisApprovalStore(client, prefix="t:")
+
+
+@pytest.fixture
+def config_path(tmp_path: Path) -> Path:
+    return tmp_path / "config.yaml"
+
+
+def write_config(path: Path, doc: dict[str, Any]) -> None:
+    path.write_text(yaml.safe_dump(doc))
+
+
+@pytest.fixture
+def guard_factory(
+    make_store: Callable[[], ApprovalStore], config_path: Path, clock: Any
+) -> Callable[..., ApprovalGuard]:
+    def build(doc: dict[str, Any] | None = None, **kwargs: Any) -> ApprovalGuard:
+        if doc is not None:
+            write_config(config_path, doc)
+        return ApprovalGuard(
+            store=make_store(), config=ApprovalConfigSource(config_path), clock=clock, **kwargs
+        )
+
+    return build
