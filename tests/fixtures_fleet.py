@@ -3,6 +3,7 @@ as if on its own host, sharing one broker and one ledger."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from process_registry.runtime_dir import runtime_dir
 from tests.fixtures_workers import worker_env
 from tests.helpers import WorkerProcess, short_tmpdir, wait_until
 from worker.client import SandboxClient
@@ -52,6 +54,20 @@ class Fleet:
         c = SandboxClient(session_id=session_id, settings=self.settings(**overrides))
         self._clients.append(c)
         return c
+
+    def serving_pid(self, client: SandboxClient) -> int:
+        """Pid of the worker whose session shell runs ``client``'s commands. The jailed
+        shell sees no process of the worker, only its own mounts: each worker's home has
+        its own runtime directory, which holds the session directories of its jails."""
+        answer = json.loads(
+            client.tool_call("terminal", {"command": "cut -d' ' -f5 /proc/self/mountinfo"})
+        )
+        mounts = str(answer.get("output", "")).split()
+        for i, home in enumerate(self.homes):
+            runtime = f"{runtime_dir(home)}/"
+            if any(m.startswith(runtime) for m in mounts):
+                return self.pid(i)
+        raise AssertionError(f"no worker's runtime directory among the jail's mounts: {answer}")
 
     def start(self, i: int) -> WorkerProcess:
         """Start worker ``i`` and wait until its own queue answers a ping."""

@@ -61,8 +61,8 @@ def deployment(
     """A running deployment (embedded broker; ``config`` its config.yaml, mode 0600);
     everything it started is stopped after."""
     home = short_tmpdir("sbx-int-")
-    workdir = home / "work"
-    workdir.mkdir()
+    # Outside the home: no jail binds anything of the worker's private state.
+    workdir = short_tmpdir("sbx-work-")
     load_or_create_secret(home / "secret.key")
     if config is not None:
         path = home / "config.yaml"
@@ -88,6 +88,7 @@ def deployment(
 
         EmbeddedBroker(home).stop()
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _exited(worker: WorkerProcess) -> bool:

@@ -32,6 +32,7 @@ def test_a_session_under_either_name_keeps_its_sandbox_while_a_process_runs(
     start_worker(
         None,
         SBX_APPTAINER_IMAGE=str(apptainer_rootfs),
+        SBX_ALLOWED_BACKENDS="local,apptainer",
         SBX_SANDBOX_IDLE_TTL="0.5",  # every sandbox here is idle long before the end
         SBX_HEARTBEAT_INTERVAL="0.2",
         SBX_LOST_AFTER="2",  # the reaper's pass interval

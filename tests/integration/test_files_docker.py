@@ -19,7 +19,7 @@ IMAGE = "sbx-test-busybox:latest"
 def docker_client(
     docker_client_ready: Any, sbx_home: Path, start_worker: Any
 ) -> Iterator[SandboxClient]:
-    start_worker(None, SBX_DOCKER_IMAGE=IMAGE)
+    start_worker(None, SBX_DOCKER_IMAGE=IMAGE, SBX_ALLOWED_BACKENDS="local,docker")
     client = SandboxClient(
         session_id="dfiles", backend="docker", settings=settings_for(sbx_home, None)
     )

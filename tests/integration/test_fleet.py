@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import redis
 
-from process_registry.runtime_dir import runtime_dir
 from tests.fixtures_fleet import Fleet
 from tests.helpers import wait_until
 from worker.client import SandboxClient
@@ -37,15 +36,8 @@ def run(client: SandboxClient, command: str) -> dict[str, Any]:
 
 
 def worker_pid(fleet: Fleet, client: SandboxClient) -> int:
-    """Pid of the worker whose session shell runs the session's commands. The jailed shell
-    sees no process of the worker, only its own mounts: each worker's home has its own
-    runtime directory, which holds the session directories of its jails."""
-    mounts = run(client, "cut -d' ' -f5 /proc/self/mountinfo")["output"].split()
-    for i, home in enumerate(fleet.homes):
-        runtime = f"{runtime_dir(home)}/"
-        if any(m.startswith(runtime) for m in mounts):
-            return fleet.pid(i)
-    raise AssertionError(f"no worker's runtime directory among the jail's mounts: {mounts}")
+    """Pid of the worker whose session shell runs the session's commands."""
+    return fleet.serving_pid(client)
 
 
 def test_a_session_sees_its_state_on_every_call_and_no_other_session_does(

@@ -53,7 +53,8 @@ IMAGE_LACKS = {
 @pytest.fixture(scope="module")
 def sbx_deployment() -> Iterator[Deployment]:
     with deployment(SBX_DOCKER_IMAGE=BUSYBOX, SBX_LOCAL_KILL_GRACE="0.5",
-                    SBX_DOCKER_KILL_GRACE="0.5") as running:  # fmt: skip
+                    SBX_DOCKER_KILL_GRACE="0.5",
+                    SBX_ALLOWED_BACKENDS="local,docker") as running:  # fmt: skip
         try:
             yield running
         finally:

@@ -8,6 +8,7 @@ import json
 import signal
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -29,7 +30,9 @@ def running_calls(fleet: Fleet, index: int) -> int:
     return list(ledger.hvals("sbx:calls:running")).count(fleet.worker_id(index))
 
 
-def test_sigterm_finishes_cancels_hands_over_and_exits_within_the_grace(fleet_of: Any) -> None:
+def test_sigterm_finishes_cancels_hands_over_and_exits_within_the_grace(
+    fleet_of: Any, tmp_path: Path
+) -> None:
     fleet: Fleet = fleet_of(2, SBX_SHUTDOWN_GRACE=str(GRACE), SBX_LOST_AFTER="3")
     other = fleet.workers[1]
     assert other is not None
@@ -37,7 +40,8 @@ def test_sigterm_finishes_cancels_hands_over_and_exits_within_the_grace(fleet_of
     finishing, stuck = fleet.client("shutdown-finishing"), fleet.client("shutdown-stuck")
     assert run(finishing, "cd /tmp && export KEPT=yes")["exit_code"] == 0
     assert run(stuck, "true")["exit_code"] == 0
-    gate, bg_gate = fleet.homes[0] / "finish", fleet.homes[0] / "bg-finish"
+    # Gates in a directory the jailed sandbox shares with the test (not SBX_HOME).
+    gate, bg_gate = tmp_path / "finish", tmp_path / "bg-finish"
     background = finishing.start(f"while [ ! -e {bg_gate} ]; do sleep 0.1; done; exit 7")
     fleet.start(1)
 
@@ -57,7 +61,7 @@ def test_sigterm_finishes_cancels_hands_over_and_exits_within_the_grace(fleet_of
 
     # No new call is taken: a new session's first call runs on worker 1.
     newcomer = fleet.client("shutdown-newcomer")
-    assert int(run(newcomer, "echo $PPID")["output"]) == fleet.pid(1)
+    assert fleet.serving_pid(newcomer) == fleet.pid(1)
     gate.touch()  # the running call ends within the grace: its answer is the real one
     for t in calls:
         t.join(GRACE + 120)
@@ -72,7 +76,7 @@ def test_sigterm_finishes_cancels_hands_over_and_exits_within_the_grace(fleet_of
     # Leases were given up: the next call moves the session, with its state.
     moved = run(finishing, 'echo "$PWD:$KEPT"')
     assert moved["output"] == "/tmp:yes\n" and moved["session_moved"] is True
-    assert int(run(finishing, "echo $PPID")["output"]) == fleet.pid(1)
+    assert fleet.serving_pid(finishing) == fleet.pid(1)
 
     # The background process outlived its worker; the worker's successor adopts it.
     fleet.start(0)

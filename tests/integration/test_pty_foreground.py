@@ -64,7 +64,9 @@ def test_pty_call_keeps_session_cwd_and_kills_its_tree_on_timeout(
 def test_pty_on_a_backend_without_one_is_refused_and_nothing_runs(
     sbx_home: Path, start_worker: Any, fake_apptainer: Path, apptainer_rootfs: Path
 ) -> None:
-    start_worker(None, SBX_APPTAINER_IMAGE=str(apptainer_rootfs))
+    start_worker(
+        None, SBX_APPTAINER_IMAGE=str(apptainer_rootfs), SBX_ALLOWED_BACKENDS="local,apptainer"
+    )
     p = sbx(sbx_home, None, "exec", "--backend", "singularity", "--pty", "--", "echo ran")
     assert p.returncode == 2
     assert p.stdout == ""

@@ -30,9 +30,9 @@ def waits_for(release: Path) -> str:
 
 
 @pytest.fixture
-def tmp(scratch_dir: Path) -> Path:
-    """Where the test and the local sandbox share files."""
-    return scratch_dir
+def tmp(tmp_path: Path) -> Path:
+    """Where the test and the local sandbox share files (bound into its jail)."""
+    return tmp_path
 
 
 @pytest.fixture

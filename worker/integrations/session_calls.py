@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -89,7 +89,8 @@ class SessionCalls:
         """
         if on_output is None:
             return await self.call("terminal", args)
-        stream = self.client.tool_stream("terminal", args)
+        call_id = uuid.uuid4().hex
+        stream = self.client.tool_stream("terminal", args, call_id=call_id)
 
         def step() -> bytes | _Result:
             try:
@@ -105,10 +106,11 @@ class SessionCalls:
                     return piece.answer
                 await on_output(piece.decode("utf-8", "replace"))
         except BaseException:
-            # Closing the stream cancels the call at the worker (shielded: inside a
-            # cancelled scope any other await would be cancelled too).
+            # The stream may be mid-read in an abandoned thread: cancel the call itself
+            # (that read then ends with the call's cancelled result). Shielded: inside a
+            # cancelled scope any other await would be cancelled too.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(_close, stream)
+                await anyio.to_thread.run_sync(self.client.cancel, call_id)
             raise
 
     async def run(self, command: str, *, timeout: int = FILE_TIMEOUT_S) -> dict[str, Any]:
@@ -145,10 +147,6 @@ class _Result:
 
     def __init__(self, answer: str) -> None:
         self.answer = answer
-
-
-def _close(stream: Generator[bytes, None, str]) -> None:
-    stream.close()
 
 
 def parse_result(raw: str) -> dict[str, Any]:

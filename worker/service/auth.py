@@ -154,15 +154,17 @@ def check_approver(
 M = TypeVar("M", bound=BaseModel)
 
 
-def verified_message(model: type[M], raw: Any, runtime: WorkerRuntime, kind: str) -> M | str:
+def verified_message(
+    model: type[M], raw: Any, runtime: WorkerRuntime, kind: str, what: str
+) -> M | str:
     """``raw`` as a ``model`` (carrying ``session_id``, ``call_id`` and ``proof``) whose
-    proof :func:`authenticate` accepts; else the result that answers it: ``invalid``
-    naming the problems of a malformed message, or ``denied``."""
+    proof over ``kind`` :func:`authenticate` accepts; else the result that answers it:
+    ``invalid`` naming the problems of a malformed ``what``, or ``denied``."""
     try:
         message = model.model_validate(raw)
     except ValidationError as exc:
         problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
-        return tool_error(f"malformed {kind}: {problems}", status="invalid")
+        return tool_error(f"malformed {what}: {problems}", status="invalid")
     fields: Any = message  # every session message has these fields
     try:
         authenticate(runtime, kind, message, fields.session_id, fields.proof, fields.call_id)

@@ -108,6 +108,9 @@ def prepare_call(raw: Any, runtime: WorkerRuntime) -> ToolCallMessage | str:
             runtime.settings, canonical_name(message.backend or runtime.settings.backend)
         )
     except (CallerDenied, BackendNotAllowed) as exc:
+        # Refusals are the operator's business (a misconfigured platform, or an attack);
+        # the reason names no command, output or token.
+        log.warning("call refused (%s): %s", exc.status, exc)
         return error_result(exc)
     too_big = _limits_error(message, runtime)
     if too_big is not None:

@@ -46,7 +46,7 @@ def is_meta_tool(name: str) -> bool:
 
 def execute_tools_request(raw: Any, svc: WorkerRuntime, tools: ToolRegistry) -> str:
     """Answer a :class:`ToolsRequest` with ``ToolDefinitions`` JSON (see module doc)."""
-    request = verified_message(ToolsRequest, raw, svc, "tools request")
+    request = verified_message(ToolsRequest, raw, svc, "tools", "tools request")
     if isinstance(request, str):
         return request
     exposition = expose_tools(
