@@ -316,3 +316,23 @@ def rabbitmq_server() -> Iterator[RabbitMQProcess]:
         yield server
     finally:
         server.stop()
+
+
+def unique_sleep_seconds() -> str:
+    """A ``sleep`` argument no other process on this host has: a jailed command (its own
+    pid namespace, so the pid it sees is not the host's) is found by it."""
+    import secrets
+
+    return f"{600 + secrets.randbelow(10**6) / 10**3:.3f}"
+
+
+def sleeping(seconds: str) -> bool:
+    """True while a (not yet reaped-away, not zombie) ``sleep seconds`` runs on this host."""
+    import psutil
+
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if proc.info["cmdline"] == ["sleep", seconds] and (
+            proc.info["status"] != psutil.STATUS_ZOMBIE
+        ):
+            return True
+    return False

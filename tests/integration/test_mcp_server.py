@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import secrets
 import signal
 import subprocess
 import sys
@@ -23,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psutil
 import pytest
 
-from tests.helpers import REPO, require_module, wait_until
+from tests.helpers import REPO, require_module, sleeping, unique_sleep_seconds, wait_until
 from tests.integration.deployment import Deployment, deployment
 from worker.errors import ProcessError
 
@@ -189,31 +187,20 @@ async def test_progress_while_a_call_runs(
 async def test_cancelling_the_request_kills_the_command(
     transport: str, sbx_deployment: Deployment, url: str, tmp_path: Path
 ) -> None:
-    # The command runs in the local backend's jail (its own pid namespace): it is found
-    # on this host by its unique argument, not by the pid it sees for itself.
-    seconds = f"{300 + secrets.randbelow(10**6) / 10**3:.3f}"
+    seconds = unique_sleep_seconds()  # found on this host past the jail's pid namespace
     started = tmp_path / "started"
     command = f"touch {started} && exec sleep {seconds}"
-
-    def running() -> list[psutil.Process]:
-        found = []
-        for proc in psutil.process_iter(["cmdline", "status"]):
-            if proc.info["cmdline"] == ["sleep", seconds] and (
-                proc.info["status"] != psutil.STATUS_ZOMBIE
-            ):
-                found.append(proc)
-        return found
 
     async with connect(transport, sbx_deployment, url, session()) as client:
         async with anyio.create_task_group() as group:
             group.start_soon(client.call_tool, "terminal", {"command": command, "timeout": 600})
             await anyio.to_thread.run_sync(wait_until, started.exists, WAIT, "the command")
             await anyio.to_thread.run_sync(
-                wait_until, lambda: bool(running()), WAIT, "the sleep to run"
+                wait_until, lambda: sleeping(seconds), WAIT, "the sleep to run"
             )
             group.cancel_scope.cancel()
         await anyio.to_thread.run_sync(
-            wait_until, lambda: not running(), WAIT, "the command to be killed"
+            wait_until, lambda: not sleeping(seconds), WAIT, "the command to be killed"
         )
         after = await call(client, "terminal", {"command": "echo alive"})
     assert after["output"] == "alive\n"

@@ -9,10 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from tests.fixtures_workers import settings_for, worker_env
-from tests.helpers import REPO, wait_until
+from tests.helpers import REPO, sleeping, unique_sleep_seconds, wait_until
 from tests.integration.test_cli import sbx
 from worker.client import SandboxClient
 
@@ -48,14 +46,14 @@ def test_pty_call_keeps_session_cwd_and_kills_its_tree_on_timeout(
         assert call(c, {"command": "pwd"})["output"] == f"{tmp_path}\n"
 
         # Nothing is typed into the terminal: a read waits until the timeout kills it.
-        pid_file = tmp_path / "pid"
-        r = call(c, {"command": f"sh -c 'echo $$ > {pid_file}; sleep 600' & read line",
+        seconds = unique_sleep_seconds()
+        started = tmp_path / "started"
+        r = call(c, {"command": f"sh -c 'touch {started}; exec sleep {seconds}' & read line",
                      "pty": True, "timeout": 2})  # fmt: skip
         assert (r["exit_code"], r.get("status")) == (124, None)
         assert "timed out" in r["error"]
-        pid = int(pid_file.read_text())
-        wait_until(lambda: not psutil.pid_exists(pid) or
-                   psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, 60,
+        assert started.exists()
+        wait_until(lambda: not sleeping(seconds), 60,
                    "the pty command's background child to be killed")  # fmt: skip
         # The session goes on.
         assert call(c, {"command": "echo after"})["output"] == "after\n"

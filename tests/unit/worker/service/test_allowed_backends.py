@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
+import redis
 
 from environments.backends.local.config import LocalConfig
 from environments.config import WorkerContext
 from environments.pool import SandboxPool
 from process_registry.runtime_dir import runtime_dir
 from process_registry.sessions import SessionSigner
+from worker.protocol.ledger import CallLedger
+from worker.protocol.mac import message_body, prove
+from worker.protocol.messages import ToolCallMessage
 from worker.service.backends import (
     BackendConfigs,
     BackendNotAllowed,
@@ -55,7 +59,9 @@ def test_names_come_as_a_comma_list_in_a_variable(
     assert settings.forward_env == ("PIP_INDEX_URL", "GIT_AUTHOR_NAME")
 
 
-def test_a_call_naming_another_backend_is_denied_and_creates_nothing(tmp_path: Path) -> None:
+def test_a_call_naming_another_backend_is_denied_and_creates_nothing(
+    tmp_path: Path, external_redis_url: str
+) -> None:
     made: list[tuple[str, str]] = []
 
     def factory(backend: str, session_id: str) -> Any:
@@ -66,17 +72,16 @@ def test_a_call_naming_another_backend_is_denied_and_creates_nothing(tmp_path: P
         settings=Settings(home=tmp_path),
         broker_url="redis://unused",
         signer=SIGNER,
-        ledger=cast(Any, None),
+        # The ledger only answers the session's revocation epoch while its proof is checked.
+        ledger=CallLedger(redis.Redis.from_url(external_redis_url), claim_ttl=60, lost_after=10),
         pool=SandboxPool(factory),
     )
     for backend in ("docker", "ssh", "singularity", "modal"):
-        result = json.loads(
-            execute_call(
-                {"call_id": f"c-{backend}", "session_id": "s1", "session_token": SIGNER.token("s1"),
-                 "tool": "terminal", "args": {"command": "true"}, "backend": backend},
-                runtime,
-            )
-        )  # fmt: skip
+        message = ToolCallMessage(call_id=f"c-{backend}", session_id="s1", tool="terminal",
+                                  args={"command": "true"}, backend=backend)  # fmt: skip
+        proof = prove(SIGNER.token("s1"), message_body("call", message))
+        signed = message.model_copy(update={"proof": proof}).model_dump(mode="json")
+        result = json.loads(execute_call(signed, runtime))
         assert result["status"] == "denied" and "nothing was run" in result["error"]
     assert made == [] and len(runtime.pool) == 0
 
