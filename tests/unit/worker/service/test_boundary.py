@@ -50,7 +50,11 @@ def _signed(kind: str, message: Any, token: str) -> dict[str, Any]:
     return dumped
 
 
-@pytest.mark.parametrize("token", ["", "sbx1.forged", SessionSigner(b"x" * 32).token("s1")])
+@pytest.mark.parametrize(
+    "token",
+    ["", "sbx1.forged", SessionSigner(b"x" * 32).token("s1")],
+    ids=["empty", "v1-forged", "another-key"],
+)
 def test_a_bad_token_is_denied_by_every_task(runtime: WorkerRuntime, token: str) -> None:
     call_message = ToolCallMessage(call_id="c1", session_id="s1", tool="terminal",
                                    args={"command": "true"})  # fmt: skip
