@@ -106,16 +106,6 @@ def seal_result(token: str, call_id: str, result: str) -> str:
     return f"{SEAL_PREFIX}{tag}:{result}"
 
 
-def sealed_body(value: str) -> str:
-    """The result inside ``value`` without checking its seal (for the sealing worker's own use).
-
-    ``value`` is returned as it is when it is not sealed.
-    """
-    if not value.startswith(SEAL_PREFIX):
-        return value
-    return value[len(SEAL_PREFIX) :].partition(":")[2]
-
-
 def open_result(token: str, call_id: str, value: str) -> str | None:
     """The result inside ``value`` if a worker sealed it for ``token`` and ``call_id``."""
     if not value.startswith(SEAL_PREFIX):

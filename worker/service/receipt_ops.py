@@ -15,7 +15,6 @@ import logging
 from typing import Any
 
 from celery import Celery, Task
-from pydantic import ValidationError
 
 from process_registry.models import NotFound, PermissionDenied, ProcessTableError
 from process_registry.sessions import InvalidSessionId, validate_session_id
@@ -23,7 +22,7 @@ from process_registry.table import ProcessTable
 from registry.results import to_json, tool_error
 from worker.protocol.process_messages import ReceiptOpMessage
 from worker.protocol.tasks import RECEIPT_OP_TASK
-from worker.service.auth import authenticate, session_token_of
+from worker.service.auth import session_token_of, verified_message
 from worker.service.boundary import CallerDenied, error_fields, error_result
 from worker.service.processes import ProcessManager, install_process_manager, unknown_process
 from worker.service.runtime import WorkerRuntime
@@ -71,19 +70,15 @@ def receipt_op(table: ProcessTable, op: str, session_id: str, **kw: Any) -> dict
 
 def execute_receipt_op(raw: Any, svc: WorkerRuntime) -> str:
     """Verify the caller and run one :class:`ReceiptOpMessage`; always a JSON string."""
-    try:
-        message = ReceiptOpMessage.model_validate(raw)
-    except ValidationError as exc:
-        problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
-        return tool_error(f"malformed session operation: {problems}", status="invalid")
-    try:
-        authenticate(svc, "receipt-op", message, message.session_id, message.proof,
-                     message.call_id)  # fmt: skip
-        if message.op == "continue":
+    message = verified_message(ReceiptOpMessage, raw, svc, "receipt-op", "session operation")
+    if isinstance(message, str):
+        return message
+    if message.op == "continue":
+        try:  # the child session's consent, over the same message
             session_token_of(svc, "receipt-op", message, str(message.child_id or ""),
                              message.child_proof)  # fmt: skip
-    except CallerDenied as exc:
-        return error_result(exc)
+        except CallerDenied as exc:
+            return error_result(exc)
     service = svc.components.get("processes")
     if not isinstance(service, ProcessManager):
         service = install_process_manager(svc, svc.settings)

@@ -16,7 +16,6 @@ from registry.context import Cancellation
 from registry.core import registry
 from registry.results import tool_error
 from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger
-from worker.protocol.mac import sealed_body
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK, TOOLS_TASK
 from worker.service.approvals import execute_approval
@@ -35,14 +34,21 @@ DELIVERY_PATIENCE_S = 300.0
 
 
 def deliver_result(
-    ledger: CallLedger, call_id: str, result: str, patience: float = DELIVERY_PATIENCE_S
+    ledger: CallLedger,
+    call_id: str,
+    result: str,
+    seal: Callable[[str], str] | None = None,
+    patience: float = DELIVERY_PATIENCE_S,
 ) -> bool:
-    """Deliver ``result`` to the call's mailbox, retrying while the broker is unreachable.
+    """Deliver ``result`` (sealed with ``seal`` for its caller) to the call's mailbox,
+    retrying while the broker is unreachable; the worker's observers see it unsealed.
 
     True when delivered (or a result was delivered before); False when the
     broker stayed unreachable for ``patience`` seconds (logged: the result is gone).
     """
-    notify_answered(call_id, sealed_body(result))
+    notify_answered(call_id, result)
+    if seal is not None:
+        result = seal(result)
     deadline = time.monotonic() + patience
     backoff, warned = 0.05, False
     while True:
@@ -94,7 +100,7 @@ def _run_claimed(
         raise Ignore()
     if claim == CANCELLED:
         result = cancelled_before_start(call_id)
-        deliver_result(ledger, call_id, caller.seal(result))
+        deliver_result(ledger, call_id, result, caller.seal)
         return result
     moved_from: str | None = None
     if not isinstance(prepared, str) and svc.leases is not None and uses_session(prepared):
@@ -110,7 +116,7 @@ def _run_claimed(
         else:
             moved_from = admitted.taken_over_from
     if isinstance(prepared, str):
-        deliver_result(ledger, call_id, caller.seal(prepared))
+        deliver_result(ledger, call_id, prepared, caller.seal)
         svc.heartbeat.finish(call_id)
         return prepared
     cancel = Cancellation()
@@ -125,7 +131,7 @@ def _run_claimed(
         svc.dispatcher.submit(prepared.session_id, job)
     except Busy as exc:
         result = tool_error(str(exc), status="busy")
-        deliver_result(ledger, call_id, caller.seal(result))
+        deliver_result(ledger, call_id, result, caller.seal)
         svc.heartbeat.finish(call_id)
         return result
     return None
@@ -146,7 +152,7 @@ def _run_taken(
             result = cancelled_before_start(call_id)
         else:
             result = run_call(message, svc, cancel=cancel, moved_from=moved_from)
-        deliver_result(svc.ledger, call_id, seal(result))
+        deliver_result(svc.ledger, call_id, result, seal)
         return result
     finally:
         svc.heartbeat.finish(call_id)
@@ -169,7 +175,7 @@ def answer_in_mailbox(
     svc = runtime()
     with caller_scope(task_id) as caller:
         answer = execute(message, svc)
-        deliver_result(svc.ledger, task_id, caller.seal(answer))
+        deliver_result(svc.ledger, task_id, answer, caller.seal)
     return answer
 
 
