@@ -1,5 +1,5 @@
 """Registers the suite's fixture modules (fixtures themselves live in ``tests/fixtures_*.py``)
-and groups the tests for pytest-xdist's ``--dist loadgroup``."""
+and schedules the tests over pytest-xdist's processes."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 pytest_plugins = [
     name
@@ -28,15 +29,33 @@ pytest_plugins = [
 # docker containers (or ssh/apptainer sessions) of any worker that looks gone, by label
 # and age, so two files running such workers at once could remove each other's.
 _SHARED_SANDBOXES = re.compile(r"docker|ssh|apptainer|singularity")
+_SHARED_SCOPE = "shared-sandboxes"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Keep a file's tests on one process (module fixtures start once), and every file
-    that touches shared sandboxes on one process together."""
-    groups: dict[Path, str] = {}
-    for item in items:
-        path = item.path
-        if path not in groups:
-            shared = _SHARED_SANDBOXES.search(path.read_text(encoding="utf-8"))
-            groups[path] = "shared-sandboxes" if shared else str(path)
-        item.add_marker(pytest.mark.xdist_group(groups[path]))
+class _FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
+    """xdist scheduling by file: a file's tests run on one process (module fixtures start
+    once), and every file touching shared sandboxes runs on the same one.
+
+    The scope is computed here from the node id rather than from ``xdist_group`` marks:
+    xdist turns marks into node-id suffixes through a private attribute of pytest's
+    items, which pytest 9 no longer reads, so marks silently stopped grouping."""
+
+    def __init__(self, config: pytest.Config, log: object) -> None:
+        super().__init__(config, log)
+        self._scopes: dict[str, str] = {}
+
+    def _split_scope(self, nodeid: str) -> str:
+        file = nodeid.split("::", 1)[0]
+        if file not in self._scopes:
+            path = Path(str(self.config.rootpath)) / file
+            text = path.read_text(encoding="utf-8") if path.is_file() else ""
+            self._scopes[file] = _SHARED_SCOPE if _SHARED_SANDBOXES.search(text) else file
+        return self._scopes[file]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """The suite's scheduler for ``--dist loadgroup`` (what ``tests/run`` asks for); any
+    other ``--dist`` keeps xdist's own."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return _FileScheduling(config, log)
