@@ -85,6 +85,7 @@ class LocalEnvironment(ShellEnvironment):
         self._groups: dict[int, int] = {}
         """Process groups of the running command: the jail's number -> the host's."""
         self._channel: PipeChannel | None = None
+        self._jail_identity: tuple[PipeChannel, ShellIdentity] | None = None
         self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)
 
     def _make_jail(self, session_id: str) -> Jail:
@@ -305,7 +306,11 @@ class LocalEnvironment(ShellEnvironment):
         if self._channel is None or not self.shell.alive:
             return None
         pid = self._channel.proc.pid
-        return ShellIdentity(pid=pid, start_time=process_start_time(pid))
+        # Asked after every call: the jail process's start time is read once per channel.
+        if self._jail_identity is None or self._jail_identity[0] is not self._channel:
+            identity = ShellIdentity(pid=pid, start_time=process_start_time(pid))
+            self._jail_identity = (self._channel, identity)
+        return self._jail_identity[1]
 
     def end_stale_shell(self, shell: ShellIdentity) -> bool:
         mine = self.shell_identity()
