@@ -29,12 +29,21 @@ pytest_plugins = [
 # docker containers (or ssh/apptainer sessions) of any worker that looks gone, by label
 # and age, so two files running such workers at once could remove each other's.
 _SHARED_SANDBOXES = re.compile(r"docker|ssh|apptainer|singularity")
-_SHARED_SCOPE = "shared-sandboxes"
+SHARED_SCOPE = "shared-sandboxes"
+
+
+def scope_of(root: Path, nodeid: str) -> str:
+    """The xdist scope of test ``nodeid`` (relative to ``root``): its file, or
+    ``shared-sandboxes`` for every file whose text touches docker, ssh or apptainer."""
+    file = nodeid.split("::", 1)[0]
+    path = root / file
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return SHARED_SCOPE if _SHARED_SANDBOXES.search(text) else file
 
 
 class _FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
-    """xdist scheduling by file: a file's tests run on one process (module fixtures start
-    once), and every file touching shared sandboxes runs on the same one.
+    """xdist scheduling by :func:`scope_of`: a file's tests run on one process (module
+    fixtures start once), and every file touching shared sandboxes runs on the same one.
 
     The scope is computed here from the node id rather than from ``xdist_group`` marks:
     xdist turns marks into node-id suffixes through a private attribute of pytest's
@@ -42,14 +51,13 @@ class _FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
 
     def __init__(self, config: pytest.Config, log: object) -> None:
         super().__init__(config, log)
+        self._root = Path(str(config.rootpath))
         self._scopes: dict[str, str] = {}
 
     def _split_scope(self, nodeid: str) -> str:
         file = nodeid.split("::", 1)[0]
         if file not in self._scopes:
-            path = Path(str(self.config.rootpath)) / file
-            text = path.read_text(encoding="utf-8") if path.is_file() else ""
-            self._scopes[file] = _SHARED_SCOPE if _SHARED_SANDBOXES.search(text) else file
+            self._scopes[file] = scope_of(self._root, nodeid)
         return self._scopes[file]
 
 
