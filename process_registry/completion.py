@@ -55,7 +55,8 @@ class ProcessCompletion:
             self._finalize(tracked, wait_status)
 
     def _finalize(self, t: Tracked, wait_status: int | None) -> None:
-        """Receipt, then release waiters, then drop the checkpoint (once per process)."""
+        """Receipt, then ``on_finished``, then release waiters, then drop the checkpoint
+        (once per process): whoever waited for the end sees the fleet's view updated too."""
         with t.lock:
             if t.finalizing:
                 return
@@ -72,7 +73,6 @@ class ProcessCompletion:
             log.exception("could not write the receipt of %s; its checkpoint stays", rec.process_id)
             t.done.set()
             return
-        t.done.set()
         with self._lock:
             self._live.pop(rec.process_id, None)
             self._finished[rec.process_id] = t
@@ -84,6 +84,7 @@ class ProcessCompletion:
                 self.on_finished(rec.process_id, rec.owner_session_id)
             except Exception:
                 log.exception("on_finished failed for %s", rec.process_id)
+        t.done.set()
         t.checkpointed.wait(30.0)
         with contextlib.suppress(Exception):
             self.checkpoints.remove(rec.process_id)

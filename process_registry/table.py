@@ -260,7 +260,8 @@ class ProcessTable(ProcessCompletion):
     # -- killing ---------------------------------------------------------------------------
 
     def kill(self, process_id: str, session_id: str) -> ProcessInfo:
-        """TERM the process group, KILL it after ``kill_grace``; returns once it ended.
+        """TERM the process group, KILL it after ``kill_grace``; returns once it ended and
+        its receipt is written (and ``on_finished`` ran).
 
         Status ``killed`` when our signal ended it; a process that had already
         exited keeps its own status. Exactly one receipt either way.
