@@ -18,6 +18,9 @@ from environments.errors import SandboxDead, SandboxError, WorkdirNotFound
 from environments.shell.driver import SessionShell
 from environments.shell.framing import shell_quote
 
+_STAT_ATTEMPTS = 3
+"""Times a pid's state is asked before an answer that is neither alive nor gone raises."""
+
 KILL_TREE = r"""
 sig=$1; root=$2; shift 2
 # dash and busybox ash refuse `set -m` without a tty, so the command's subshell
@@ -295,15 +298,25 @@ class HelperOps:
         )
 
     def _stat(self, pid: int) -> tuple[str, int, int] | None:
-        """``(state, pgid, start time)`` of ``pid`` in the sandbox; None when it is gone."""
-        try:
-            _, out = self._helper(STAT, [str(pid)])
-        except SandboxDead:
-            return None
-        text = out.decode(errors="replace").strip()
-        if not text.startswith("sbx-stat "):
-            return None
-        return parse_stat(text.removeprefix("sbx-stat "))
+        """``(state, pgid, start time)`` of ``pid`` in the sandbox; None when it is gone.
+
+        Only the helper's own word (or a gone sandbox) says gone: an answer that is
+        neither (an exec whose output was lost under load) is asked again, then raises
+        :class:`~environments.errors.SandboxError` -- never taken for an ended process."""
+        text = ""
+        for _ in range(_STAT_ATTEMPTS):
+            try:
+                _, out = self._helper(STAT, [str(pid)])
+            except SandboxDead:
+                return None
+            text = out.decode(errors="replace").strip()
+            if text == "sbx-gone":
+                return None
+            if text.startswith("sbx-stat "):
+                stat = parse_stat(text.removeprefix("sbx-stat "))
+                if stat is not None:
+                    return stat
+        raise SandboxError(f"no answer about pid {pid} in {self.where}: {text[-200:]!r}")
 
     def is_running(self, process: SpawnedProcess) -> bool:
         stat = self._stat(process.pid)
