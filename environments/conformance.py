@@ -266,6 +266,8 @@ def check_background(make: Factory) -> None:
         assert wait_in_sandbox(env, f"[ -e '{where}/quick.status' ]")
         assert env.read_file(quick.status_path) == b"7"
         assert env.read_file(quick.output_path) == f"{where}\ninherited per-call\n".encode()
+        # The status is the wrapper's last write, not its exit: it may still run a moment.
+        wait_ended(env, quick)
         assert not env.is_running(quick)
 
         slow = env.spawn(
