@@ -139,7 +139,7 @@ class ProcessRecord(BaseModel):
 
 
 class Receipt(BaseModel):
-    """Durable, redacted, bounded result of one finished process (CONTRACT.md "Receipts").
+    """Durable, redacted, bounded result of one finished process (docs/processes.md).
 
     ``seq`` numbers the receipts of one owner session from 1; ``prev_sha256``
     is the ``sha256`` of that session's previous receipt (None for the first);

@@ -6,7 +6,7 @@ one, else the raw dict) and a :class:`~registry.context.ToolContext`, and
 returns a JSON-serialisable value or a JSON string. :meth:`ToolRegistry.dispatch`
 never raises: every failure becomes ``{"error": ...}``.
 
-Contracts kept from the reference (seed 000):
+Contracts:
 
 * ``schema["description"]`` is what the model sees. ``description=`` only fills
   :attr:`ToolEntry.description` (registry metadata) and falls back to the
@@ -18,14 +18,12 @@ Contracts kept from the reference (seed 000):
 * ``check_fn`` results are cached per :meth:`get_definitions` call; a check that
   raises means "unavailable".
 
-Namespaces, ``defer``, ``applies`` and approval gates come from seed 001; see
-:mod:`registry.deferral` and :mod:`registry.meta_tools` for their consumers.
+Namespaces, ``defer``, ``applies`` and approval gates are consumed by
+:mod:`registry.deferral` and :mod:`registry.meta_tools`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import inspect
 import json
 import logging
@@ -36,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from .async_bridge import run_async
 from .context import ToolContext
 from .results import to_json, tool_error
 
@@ -346,48 +345,6 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-# --- async bridging -------------------------------------------------------------
-# Three cases, as in the reference: (1) no loop running in this thread -> one
-# persistent loop (main thread) so async clients cached by tools stay bound to a
-# live loop; (2) called from inside a running loop -> a disposable thread runs
-# ``asyncio.run`` (blocking the caller's loop is the price of a sync dispatch API;
-# re-entering the running loop would deadlock); (3) worker threads -> one
-# persistent loop per thread in thread-local storage (loops are not thread-safe).
-
-_main_loop: asyncio.AbstractEventLoop | None = None
-_main_loop_lock = threading.Lock()
-_thread_loops = threading.local()
-
-
-def _persistent_loop() -> asyncio.AbstractEventLoop:
-    """The calling thread's persistent loop (created on first use, recreated if closed)."""
-    global _main_loop
-    if threading.current_thread() is threading.main_thread():
-        with _main_loop_lock:
-            if _main_loop is None or _main_loop.is_closed():
-                _main_loop = asyncio.new_event_loop()
-            return _main_loop
-    loop: asyncio.AbstractEventLoop | None = getattr(_thread_loops, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = asyncio.new_event_loop()
-        _thread_loops.loop = loop
-    return loop
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
-
-
-def run_async(awaitable: Any) -> Any:
-    """Run ``awaitable`` to completion from synchronous code, whatever the thread's state."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return _persistent_loop().run_until_complete(_await(awaitable))
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="sbx-async") as pool:
-        return pool.submit(asyncio.run, _await(awaitable)).result()
-
-
 registry = ToolRegistry()
 """The process-wide registry built-in tools register into."""
 
@@ -405,9 +362,9 @@ def register(
     override: bool = False,
     **extra: Any,
 ) -> ToolEntry | None:
-    """Register into the process-wide :data:`registry` (the reference signature).
+    """Register into the process-wide :data:`registry` (as :meth:`ToolRegistry.register`).
 
-    ``extra`` passes the seed-001 fields (``namespace``, ``defer``, ``applies``,
+    ``extra`` passes the deferral fields (``namespace``, ``defer``, ``applies``,
     ``approval_gated``, ...) and ``args_model`` through to :meth:`ToolRegistry.register`.
     """
     return registry.register(

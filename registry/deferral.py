@@ -1,4 +1,4 @@
-"""Deferred tool exposition (seed 001): which tools to keep out of the prompt, and how.
+"""Deferred tool exposition: which tools to keep out of the prompt, and how.
 
 ``should_defer(entries, context_window)``:
 

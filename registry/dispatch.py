@@ -1,6 +1,6 @@
 """``handle_function_call``: the model's tool call in, a JSON string out, always.
 
-Flow (seed 000): agent-loop tools are refused with a clear error (they need the
+Flow: agent-loop tools are refused with a clear error (they need the
 agent's own state and must be handled by the agent loop before dispatch) ->
 ``pre_tool_call`` hooks (may block) -> :meth:`ToolRegistry.dispatch` ->
 ``post_tool_call`` hooks. Errors are wrapped twice: ``registry.dispatch`` turns a

@@ -1,4 +1,4 @@
-"""MCP server tools from a cache-only catalog (seed 001), through the official ``mcp`` SDK.
+"""MCP server tools from a cache-only catalog, through the official ``mcp`` SDK.
 
 Building a tool list never connects to an MCP server:
 

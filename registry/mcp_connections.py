@@ -1,4 +1,4 @@
-"""Long-lived MCP client sessions, one per server, on a background event loop (seed 001).
+"""Long-lived MCP client sessions, one per server, on a background event loop.
 
 :class:`McpConnections` keeps one stdio connection (an official-SDK ``ClientSession``
 over ``stdio_client``) open per MCP server, all on one daemon thread running its

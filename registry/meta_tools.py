@@ -1,4 +1,4 @@
-"""The search-then-call meta-tools injected when a request defers tools (seed 001).
+"""The search-then-call meta-tools injected when a request defers tools.
 
 ``tool_search`` lists deferred tools (case-insensitive filter by query and by
 namespace label, alphabetical, grouped by label; ``verbose`` adds schemas and

@@ -6,7 +6,7 @@ contributes nothing again). A name that is not a static toolset resolves to the
 tools registered under that toolset name (dynamic toolsets, e.g. MCP servers).
 Legacy ``*_tools`` names map to their modern tool names.
 
-:func:`get_tool_definitions` follows the reference's five steps:
+:func:`get_tool_definitions` takes five steps:
 
 1. ``enabled_toolsets`` given: only tools of those toolsets.
 2. else ``disabled_toolsets`` given: all toolsets minus the disabled ones' tools.

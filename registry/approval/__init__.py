@@ -1,6 +1,6 @@
 """Command approval: dangerous/hardline detection and the approval policy.
 
-Public entry points (CONTRACT.md): :func:`detect_dangerous_command` and
+Public entry points (docs/approvals.md): :func:`detect_dangerous_command` and
 :func:`detect_hardline_command`. The worker builds one :class:`ApprovalGuard`
 and calls :meth:`ApprovalGuard.check` before every terminal command (which
 raises :class:`CommandTooLong` past the size limit) and

@@ -1,7 +1,7 @@
 """The verdict of the approval guard for one command, and its model-facing form.
 
 Contract: :class:`ApprovalDecision` is immutable; :meth:`ApprovalDecision.to_tool_result`
-gives the ``terminal`` refusal of CONTRACT.md (``approval_required`` or
+gives the ``terminal`` refusal of docs/tool-calls.md (``approval_required`` or
 ``blocked``), or None when the command may run.
 """
 
@@ -33,7 +33,7 @@ class ApprovalDecision(BaseModel):
         return self.outcome == "allow"
 
     def to_tool_result(self) -> dict[str, Any] | None:
-        """The model-facing refusal (CONTRACT.md ``terminal`` refusals), None when allowed."""
+        """The model-facing ``terminal`` refusal (docs/tool-calls.md); None when allowed."""
         if self.outcome == "approval_required":
             return {
                 "status": "approval_required",

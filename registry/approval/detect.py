@@ -1,6 +1,6 @@
 """Dangerous and hardline command detection: the public entry points.
 
-Contract (CONTRACT.md, keep exactly):
+Contract (docs/approvals.md; users script against it, keep exactly):
 
 * ``detect_dangerous_command(command) -> (is_dangerous, pattern_key, description)``
 * ``detect_hardline_command(command) -> (is_hardline, description)``

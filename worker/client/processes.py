@@ -23,6 +23,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from worker.client.budget import ANSWER_SLACK_S
 from worker.errors import CallError, ProcessError
 from worker.protocol.ledger import read_route
 from worker.protocol.process_messages import (
@@ -44,8 +45,6 @@ if TYPE_CHECKING:
     from worker.protocol.ledger import CallLedger
     from worker.settings import Settings
 
-_SLACK_S = 30.0
-"""Extra seconds a client waits beyond an action's own duration."""
 _WAIT_SLACK_S = 3.0
 """What ``wait`` adds to the caller's own timeout: the worker answers at the timeout."""
 
@@ -102,7 +101,7 @@ class ProcessClientMixin:
             return None
         return None
 
-    def _process(self, args: dict[str, Any], *, wait: float = _SLACK_S) -> dict[str, Any]:
+    def _process(self, args: dict[str, Any], *, wait: float = ANSWER_SLACK_S) -> dict[str, Any]:
         """One ``process`` action, sent where its process lives (``tool_call`` routes it)."""
         return parse_answer(str(self._host().tool_call("process", args, wait=wait)))
 
@@ -179,7 +178,7 @@ class ProcessClientMixin:
         op: str,
         *,
         queue: str | None = None,
-        wait: float = _SLACK_S,
+        wait: float = ANSWER_SLACK_S,
         child: ClientAuth | None = None,
         **fields: Any,
     ) -> dict[str, Any]:

@@ -8,7 +8,6 @@ call whose worker died into a ``lost`` result instead of waiting forever.
 from __future__ import annotations
 
 import functools
-import json
 import uuid
 from collections.abc import Callable, Generator
 from typing import Any, Literal
@@ -20,33 +19,22 @@ from process_registry.sessions import InvalidSessionId, validate_session_id
 from worker.broker.connection import display_url, resolve_broker_url, resolve_ledger_url
 from worker.broker.sender import CallSender
 from worker.client import files
+from worker.client.approvals import ApprovalClientMixin
 from worker.client.auth import ClientAuth, client_auth
+from worker.client.budget import ANSWER_SLACK_S, call_budget
 from worker.client.processes import ProcessClientMixin, parse_answer
 from worker.errors import BrokerUnavailable, CallError, ClientError, SessionRequired
 from worker.protocol.ledger import CallLedger
 from worker.protocol.mac import answer_opener
 from worker.protocol.messages import (
-    ApprovalMessage,
-    ApprovalResult,
     FileInfo,
     TerminalResult,
     ToolCallMessage,
     ToolDefinitions,
     ToolsRequest,
 )
-from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, SESSION_TOOLS, TOOLS_TASK
+from worker.protocol.tasks import PING_TASK, SESSION_TOOLS, TOOLS_TASK
 from worker.settings import Settings, get_settings
-
-# Extra time a client waits beyond the command's own timeout.
-ANSWER_SLACK_S = 30.0
-
-
-def call_budget(args: Any, settings: Settings) -> float:
-    """How long to wait for a call: its own timeout (if any) plus slack."""
-    timeout = settings.default_timeout
-    if isinstance(args, dict) and isinstance(args.get("timeout"), int):
-        timeout = min(max(1, args["timeout"]), settings.max_timeout)
-    return float(timeout) + ANSWER_SLACK_S
 
 
 def terminal_args(command: str, workdir: str | None, timeout: int | None) -> dict[str, Any]:
@@ -59,7 +47,7 @@ def terminal_args(command: str, workdir: str | None, timeout: int | None) -> dic
     return args
 
 
-class SandboxClient(ProcessClientMixin):
+class SandboxClient(ProcessClientMixin, ApprovalClientMixin):
     """Synchronous client for one session.
 
     ``broker_url=None`` means ``SBX_BROKER_URL``, or the embedded broker
@@ -284,46 +272,6 @@ class SandboxClient(ProcessClientMixin):
             return self.ask(PING_TASK, [], timeout) == "pong"
         except ClientError:
             return False
-
-    # -- approvals -------------------------------------------------------------------
-
-    def approve(
-        self, approval_id: str, scope: Literal["once", "session", "always"] = "once"
-    ) -> ApprovalResult:
-        """Approve a refused command of this session; then retry the call to run it."""
-        return self._answer(approval_id, "approve", scope)
-
-    def deny(self, approval_id: str) -> ApprovalResult:
-        """Deny a refused command of this session."""
-        return self._answer(approval_id, "deny", "once")
-
-    def _answer(
-        self,
-        approval_id: str,
-        action: Literal["approve", "deny"],
-        scope: Literal["once", "session", "always"],
-    ) -> ApprovalResult:
-        message = ApprovalMessage(
-            session_id=self.session_id,
-            call_id=uuid.uuid4().hex,
-            approval_id=approval_id,
-            action=action,
-            scope=scope,
-        )
-        message, accept = self.auth.sign("approval", message)
-        if action == "approve":
-            approver = self.auth.approver_proof("approval", message)
-            message = message.model_copy(update={"approver": approver})
-        raw = self.ask(APPROVAL_TASK, [message.model_dump(mode="json")], ANSWER_SLACK_S,
-                       task_id=message.call_id, accept=accept)  # fmt: skip
-        if raw is None:
-            return ApprovalResult(status="error", approval_id=approval_id,
-                                  error="no worker answered the approval")  # fmt: skip
-        answer = json.loads(raw)
-        if "approval_id" not in answer:  # a hint (denied, invalid): the client's own text
-            status = "denied" if answer.get("status") == "denied" else "error"
-            return ApprovalResult(status=status, approval_id=approval_id, error=answer["error"])
-        return ApprovalResult.model_validate(answer)
 
     # -- typed helpers -------------------------------------------------------------
 

@@ -16,7 +16,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from registry.core import ToolRegistry, run_async
+from registry.async_bridge import run_async
+from registry.core import ToolRegistry
 from registry.mcp import (
     McpCatalog,
     McpServerConfig,

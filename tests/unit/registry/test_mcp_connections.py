@@ -19,8 +19,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from registry.async_bridge import run_async
 from registry.context import ToolContext
-from registry.core import ToolRegistry, run_async
+from registry.core import ToolRegistry
 from registry.dispatch import handle_function_call
 from registry.hooks import HookRegistry
 from registry.mcp import (
