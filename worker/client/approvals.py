@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
 from worker.client.budget import ANSWER_SLACK_S
 from worker.protocol.messages import ApprovalMessage, ApprovalResult
@@ -27,17 +28,8 @@ class ApprovalClientMixin:
     if TYPE_CHECKING:
         session_id: str
         auth: ClientAuth
-
-        def ask(
-            self,
-            task: str,
-            args: list[Any],
-            wait: float,
-            queue: str | None = None,
-            *,
-            task_id: str | None = None,
-            accept: Any = None,
-        ) -> str | None: ...
+        ask: Callable[..., str | None]
+        """``SandboxClient.ask``."""
 
     def approve(self, approval_id: str, scope: Scope = "once") -> ApprovalResult:
         """Approve a refused command of this session; then retry the call to run it."""
