@@ -42,7 +42,6 @@ from process_registry.table import InputUnsupported, ProcessTable, PtyUnsupporte
 from process_registry.tokens.sealer import Sealer
 from registry.approval import CommandTooLong, PtyLineBuffer
 from registry.tools.process import ProcessArgs
-from worker.identity import sealer
 from worker.protocol.ledger import read_route
 from worker.service.boundary import error_fields
 from worker.service.fleet_processes import SharedCheckpoints, adopt_orphans
@@ -53,8 +52,6 @@ from worker.settings import Settings
 log = logging.getLogger(__name__)
 
 _ANSWER_MARGIN_S = 1.0
-RECEIPTS_PURPOSE = "receipts"
-"""The purpose receipts' and chain heads' seals are derived for."""
 
 
 def _error(message: str, status: str) -> dict[str, Any]:
@@ -89,12 +86,12 @@ class ProcessManager:
         self._pty_lines: dict[str, PtyLineBuffer] = {}
         self._pty_lock = threading.Lock()
         self.shared: SharedCheckpoints | None = None
-        """The fleet's shared checkpoints (set by :func:`install_process_manager`)."""
+        """The fleet's shared checkpoints (set by ``process_wiring.install_process_manager``)."""
         self.routes = ProcessRoutes(
             redis_client, worker_queue, worker_id, int(settings.receipt_max_age_days * 86400)
         )
         self.forwarder: ProcessForwarder | None = None
-        """Set by :func:`install_process_manager` in a worker with its own queue."""
+        """Set by ``process_wiring.install_process_manager`` in a worker with its own queue."""
         self.table = ProcessTable(
             settings.home,
             self._lookup,
@@ -356,51 +353,3 @@ class ProcessManager:
         if self.forwarder is not None:
             self.forwarder.close()
         self.table.close()
-
-
-def install_process_manager(
-    runtime: Any, settings: Settings, worker_queue: str | None = None
-) -> ProcessManager:
-    """Build the worker's :class:`ProcessManager` into ``runtime.components["processes"]``.
-
-    ``runtime`` is the worker's ``WorkerRuntime``; routes go to its ledger's
-    Redis. Idempotent: a second call returns the installed service.
-    """
-    existing = runtime.components.get("processes")
-    if isinstance(existing, ProcessManager):
-        return existing
-    service = ProcessManager(
-        settings,
-        runtime.pool,
-        redis_client=runtime.ledger.client,
-        worker_queue=worker_queue,
-        worker_id=runtime.worker_id,
-        receipt_sealer=sealer(runtime.signer, RECEIPTS_PURPOSE),
-    )
-    if worker_queue is not None:
-        service.forwarder = ProcessForwarder(runtime, worker_queue)
-    if runtime.leases is not None:
-        shared = SharedCheckpoints(
-            runtime.ledger.client, runtime.leases.book, service.table.checkpoints.me
-        )
-        service.shared = shared
-        service.table.writer_gone = shared.writer_gone
-        service.table.on_started = shared.put
-    runtime.components["processes"] = service
-    runtime.pool.keep_alive = service.holds_running
-    return service
-
-
-def adopt_processes(runtime: Any) -> dict[str, Any] | None:
-    """At ``worker_ready``: adopt the checkpoints of dead workers (None: no service)."""
-    service = runtime.components.get("processes")
-    if not isinstance(service, ProcessManager):
-        return None
-    return service.adopt_all()
-
-
-def close_process_manager(runtime: Any) -> None:
-    """At ``worker_shutdown``, before the pool closes: stop watching (processes live on)."""
-    service = runtime.components.get("processes")
-    if isinstance(service, ProcessManager):
-        service.close()

@@ -24,7 +24,8 @@ from worker.protocol.process_messages import ReceiptOpMessage
 from worker.protocol.tasks import RECEIPT_OP_TASK
 from worker.service.auth import session_token_of, verified_message
 from worker.service.boundary import CallerDenied, error_fields, error_result
-from worker.service.processes import ProcessManager, install_process_manager, unknown_process
+from worker.service.process_wiring import install_process_manager
+from worker.service.processes import ProcessManager, unknown_process
 from worker.service.runtime import WorkerRuntime
 from worker.service.tasks import answer_in_mailbox
 

@@ -21,12 +21,12 @@ from worker.service import approval_policy
 from worker.service.log_format import install_log_format
 from worker.service.mcp_reload import watch_mcp_config
 from worker.service.operations import install_operations
-from worker.service.processes import (
-    ProcessManager,
+from worker.service.process_wiring import (
     adopt_processes,
     close_process_manager,
     install_process_manager,
 )
+from worker.service.processes import ProcessManager
 from worker.service.reaper import Reaper
 from worker.service.receipt_ops import register_receipt_tasks
 from worker.service.runtime import configure_runtime, runtime
