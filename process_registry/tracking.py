@@ -213,13 +213,17 @@ def live_chunk(t: Tracked, offset: int, limit: int, *, redact_live: bool) -> Log
 def live_info(t: Tracked, *, tail: bool = True) -> ProcessInfo:
     """The view of a tracked process (its receipt's once it ended)."""
     cap = t.cap.read_cap()
-    if t.done.is_set() and t.receipt is not None:
+    # Read the end once, done before receipt (the receipt is set first): a process ending
+    # while this view is built must not look ended without its receipt ("lost").
+    ended = t.done.is_set()
+    receipt = t.receipt
+    if ended and receipt is not None:
         facts = {
             "output_cap": t.cap.cap or None,
             "output_cap_enforced": t.cap.enforced,
-            "output_discarded": discard_boundary(t.receipt.output_bytes, cap),
+            "output_discarded": discard_boundary(receipt.output_bytes, cap),
         }
-        return info_from_receipt(t.receipt).model_copy(update=facts)
+        return info_from_receipt(receipt).model_copy(update=facts)
     rec = t.record
     size: int | None = None
     gone = 0
@@ -231,7 +235,7 @@ def live_info(t: Tracked, *, tail: bool = True) -> ProcessInfo:
     return ProcessInfo(
         process_id=rec.process_id,
         pid=rec.pid,
-        status="lost" if t.done.is_set() else "running",
+        status="lost" if ended else "running",  # ended without a receipt: it failed
         command=rec.command,
         owner_session_id=rec.owner_session_id,
         backend=rec.backend,

@@ -6,6 +6,7 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -199,6 +200,29 @@ def test_linger_waits_for_the_sessions_processes(
     infos = table.linger(OWNER, timeout=30)
     assert sorted(i.exit_code or 0 for i in infos) == [0, 1, 2]
     assert {i.process_id for i in infos} == {r.process_id for r in recs}
+
+
+def test_a_process_ending_while_its_view_is_built_never_looks_lost(
+    table: ProcessTable, env: LocalEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    rec = table.start(env, f"read -r line < {go}; exit 3", owner_session_id=OWNER)
+    caller = threading.get_ident()
+    real_read = env.read_output
+
+    def read_while_it_ends(*args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() == caller:  # the view's read, not the receipt's
+            monkeypatch.setattr(env, "read_output", real_read)
+            go.write_text("now\n")  # blocks until the command reads: then it exits
+            table.wait(rec.process_id, OWNER, timeout=30)  # its end is recorded now
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(env, "read_output", read_while_it_ends)
+    seen = table.poll(rec.process_id, OWNER)
+    assert (seen.status, seen.exit_code) == ("running", None)  # the view from before its end
+    after = table.poll(rec.process_id, OWNER)
+    assert (after.status, after.exit_code) == ("exited", 3)
 
 
 def test_no_secret_in_any_file_under_home(
