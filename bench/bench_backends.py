@@ -71,7 +71,8 @@ def bench_local(calls: int, baseline_calls: int) -> dict[str, Any]:
 def bench_docker(calls: int, baseline_calls: int) -> dict[str, Any]:
     import docker
 
-    from environments.backends.docker.environment import DockerConfig, DockerEnvironment
+    from environments.backends.docker.config import DockerConfig
+    from environments.backends.docker.environment import DockerEnvironment
 
     client = docker.from_env()
     client.ping()

@@ -21,7 +21,6 @@ Contracts (docs/architecture.md, "Background processes" and "Identity"):
 
 from __future__ import annotations
 
-import builtins
 import logging
 import secrets
 import threading
@@ -34,22 +33,18 @@ from environments.base import Environment, SpawnedProcess
 from environments.errors import Unsupported
 
 from .adoption import adopt_all, adopt_one
-from .atomic import ensure_private_dir, validate_id
+from .atomic import ensure_private_dir
 from .checkpoints import CheckpointStore
 from .completion import ProcessCompletion
 from .continuations import ContinuationStore
-from .in_context import CONTEXT_BYTES
 from .models import (
-    MAX_OFFSET,
-    InvalidRead,
-    LogChunk,
-    PermissionDenied,
     ProcessInfo,
     ProcessRecord,
     ProcessTableError,
     WriterIdentity,
     redact,
 )
+from .observing import ProcessObserving
 from .output_cap import DEFAULT_PROCESS_OUTPUT_CAP, CapState, OutputCapSweeper, validate_cap
 from .receipts import DEFAULT_MAX_AGE, DEFAULT_MAX_COUNT, ReceiptStore
 from .runtime_dir import runtime_dir
@@ -58,10 +53,7 @@ from .tokens.sealer import Sealer
 from .tracking import (
     AdoptionReport,
     Tracked,
-    info_from_receipt,
-    live_chunk,
     live_info,
-    make_chunk,
 )
 from .watcher import ExitWatcher
 
@@ -79,7 +71,7 @@ class InputUnsupported(ProcessTableError, ValueError):
     """``write`` to a process that takes no input (not started with ``pty``, or ended)."""
 
 
-class ProcessTable(ProcessCompletion):
+class ProcessTable(ProcessCompletion, ProcessObserving):
     """Background processes of one worker over one ``SBX_HOME``."""
 
     def __init__(
@@ -304,89 +296,6 @@ class ProcessTable(ProcessCompletion):
             return t.env.write_input(t.record.spawned(), data.encode())
         except (OSError, Unsupported) as exc:
             raise InputUnsupported(f"process {process_id}: {exc}") from None
-
-    # -- observing -------------------------------------------------------------------------
-
-    def check_owner(self, process_id: str, session_id: str) -> None:
-        """Return when ``session_id`` owns ``process_id`` (running, or only a receipt left);
-        raise :class:`PermissionDenied` or :class:`NotFound` otherwise."""
-        if self._owned(process_id, session_id) is None:
-            self.receipts.read(process_id, session_id, verified=False)
-
-    def _owned(self, process_id: str, session_id: str) -> Tracked | None:
-        """The tracked process if ``session_id`` owns it; None when only a receipt remains."""
-        validate_id(process_id, "process id")
-        with self._lock:
-            t = self._live.get(process_id) or self._finished.get(process_id)
-        if t is None:
-            return None
-        if t.record.owner_session_id != session_id:
-            raise PermissionDenied(f"session does not own process {process_id}")
-        return t
-
-    def poll(self, process_id: str, session_id: str) -> ProcessInfo:
-        """Current state of a process (or its receipt once it is only a receipt)."""
-        t = self._owned(process_id, session_id)
-        if t is not None:
-            return live_info(t)
-        return info_from_receipt(self.receipts.read(process_id, session_id))
-
-    def wait(self, process_id: str, session_id: str, timeout: float | None = None) -> ProcessInfo:
-        """Block until the process ended (its receipt is written) or ``timeout`` passed."""
-        t = self._owned(process_id, session_id)
-        if t is None:
-            return self.poll(process_id, session_id)
-        t.done.wait(timeout)
-        return live_info(t)
-
-    def _mine(self, session_id: str) -> builtins.list[Tracked]:
-        with self._lock:
-            return [
-                t
-                for t in [*self._live.values(), *self._finished.values()]
-                if t.record.owner_session_id == session_id
-            ]
-
-    def linger(self, session_id: str, timeout: float) -> builtins.list[ProcessInfo]:
-        """Wait (at most ``timeout`` s in all) for the session's processes; return them all."""
-        deadline = time.monotonic() + timeout
-        mine = self._mine(session_id)
-        for t in mine:
-            t.done.wait(max(0.0, deadline - time.monotonic()))
-        return [live_info(t) for t in mine]
-
-    def list(self, session_id: str) -> builtins.list[ProcessInfo]:
-        """Processes this worker tracks (running and recently finished) owned by ``session_id``."""
-        mine = sorted(self._mine(session_id), key=lambda t: t.record.started_at)
-        return [live_info(t) for t in mine]
-
-    def log(
-        self, process_id: str, session_id: str, offset: int = 0, limit: int = 65536
-    ) -> LogChunk:
-        """Output from byte ``offset`` (at most ``limit`` bytes); see :class:`LogChunk`.
-
-        With ``redact_live`` the window is redacted in its context (the bytes
-        around it, :mod:`process_registry.in_context`), so whatever ``offset``
-        and ``limit`` split, no part of a secret comes back; a running
-        process's unfinished last line is held back until it ends (or grows
-        long). A read below the head the output cap discarded starts after it
-        (see ``LogChunk.discarded_before``); it never returns bytes of that head.
-        Raises :class:`InvalidRead` for a negative or out-of-range offset or limit.
-        """
-        if not 0 <= offset <= MAX_OFFSET or not 0 < limit <= MAX_OFFSET:
-            raise InvalidRead(f"offset must be 0-{MAX_OFFSET} and limit 1-{MAX_OFFSET}")
-        t = self._owned(process_id, session_id)
-        if t is not None:
-            chunk = live_chunk(t, offset, limit, redact_live=self.redact_live)
-            if chunk is not None:
-                return chunk
-        receipt = self.receipts.read(process_id, session_id)
-        body = receipt.output.encode()
-        low, high = max(0, offset - CONTEXT_BYTES), offset + limit
-        return make_chunk(process_id, body[offset:high], offset, limit, ended=True,
-                          status=receipt.status, redact_live=self.redact_live,
-                          total=len(body), before=body[low:offset],
-                          after=body[high : high + CONTEXT_BYTES])  # fmt: skip
 
     # -- adoption and shutdown -------------------------------------------------------------
 

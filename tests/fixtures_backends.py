@@ -122,13 +122,14 @@ def docker_client_ready() -> object:
             unavailable(f"test image {image} missing; run tests/services/docker.sh")
     yield client
     # Whatever this test run left behind (a crashed test) goes.
-    from environments.backends.docker.environment import reap_orphans
+    from environments.backends.docker.orphans import reap_orphans
 
     reap_orphans(-1, client=client, labels={"sbx.worker": f"{socket.gethostname()}:{os.getpid()}"})
 
 
 def make_docker_factory(client: Any, image: str, **overrides: Any) -> _Tracker:
-    from environments.backends.docker.environment import DockerConfig, DockerEnvironment
+    from environments.backends.docker.config import DockerConfig
+    from environments.backends.docker.environment import DockerEnvironment
 
     config = DockerConfig(image=image, kill_grace=KILL_GRACE, **overrides)
     return _Tracker(lambda sid: DockerEnvironment(sid, config=config, client=client))

@@ -8,12 +8,9 @@ from typing import Any
 
 import pytest
 
-from environments.backends.docker.environment import (
-    DockerConfig,
-    DockerEnvironment,
-    container_name,
-    reap_orphans,
-)
+from environments.backends.docker.config import DockerConfig, container_name
+from environments.backends.docker.environment import DockerEnvironment
+from environments.backends.docker.orphans import reap_orphans
 from environments.errors import SandboxError
 from tests.fixtures_backends import DOCKER_IMAGES, KILL_GRACE
 
@@ -221,7 +218,7 @@ def test_heartbeat_moves_the_idle_clock(docker_client_ready: Any, session: str) 
             ).output
             == "y\n"
         )
-        from environments.backends.docker.environment import last_activity
+        from environments.backends.docker.orphans import last_activity
 
         info = docker_client_ready.api.inspect_container(env.container_id)
         heartbeat = int(env.exec("stat -c %Y /tmp/.sbx-heartbeat").output)

@@ -102,6 +102,6 @@ def remove_containers(worker_id: str) -> None:
     next worker when it stops)."""
     import docker
 
-    from environments.backends.docker.environment import reap_orphans
+    from environments.backends.docker.orphans import reap_orphans
 
     reap_orphans(-1, client=docker.from_env(), labels={"sbx.worker": worker_id})

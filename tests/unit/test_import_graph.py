@@ -112,3 +112,27 @@ def test_importing_the_client_loads_only_the_wire_side_and_registers_no_tool() -
     assert too_heavy == []
     assert "worker.protocol.messages" in report["loaded"]
     assert report["tools"] == []
+    # Everything else it may load, named: a new dependency of the client is a decision.
+    unexpected = [m for m in report["loaded"] if not _client_may_load(m)]
+    assert unexpected == []
+
+
+CLIENT_MAY_LOAD = (
+    "worker.client",  # itself
+    "worker.protocol",  # the wire protocol: messages, MACs, ledger, streams
+    "worker.broker",  # the transport: the broker URL, the sender, the embedded broker
+    "worker.settings",  # the one settings object
+    "worker.errors",
+    "worker.identity",  # the session tokens a client signs its calls with
+    "process_registry.tokens",
+    "process_registry.sessions",
+    "process_registry.runtime_dir",  # where the embedded broker's socket lives
+    "environments.errors",  # the one error root
+    "registry.results",  # the JSON form of a tool result
+)
+
+
+def _client_may_load(module: str) -> bool:
+    if module in PACKAGES:
+        return True
+    return any(module == m or module.startswith(m + ".") for m in CLIENT_MAY_LOAD)

@@ -12,25 +12,24 @@ so images with only busybox ``sh`` work.
 A restarted worker finds a session's container again by its name (the name is
 derived from the session id), starting it if it was stopped; a container that
 vanished is recreated and the call's output says so. Containers left behind by
-dead workers are removed by :func:`reap_orphans`.
+dead workers are removed by
+:func:`~environments.backends.docker.orphans.reap_orphans`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import re
-import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import docker
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, ImageNotFound, NotFound
 
 from environments.backends.docker.channel import DockerExecChannel
-from environments.backends.naming import sandbox_name, worker_label
+from environments.backends.docker.config import DockerConfig, container_name, docker_client
+from environments.backends.docker.orphans import reap_orphans
+from environments.backends.naming import worker_label
 from environments.config import BackendConfig, config_of
 from environments.errors import BackendUnavailable, SandboxDead, SandboxError
 from environments.shell import helper as scripts
@@ -40,67 +39,6 @@ from environments.shell.script import start_script, started_shell_pid
 
 # The container's main process only keeps it alive; docker-init (init=True) reaps orphans.
 _KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600; done"]
-
-
-class DockerConfig(BackendConfig):
-    """Settings of the docker backend (``SBX_DOCKER_*``). Defaults are the hardened ones."""
-
-    type: Literal["docker"] = "docker"
-    image: str = "debian:bookworm-slim"
-    base_url: str | None = None
-    """Engine address (``unix:///...``, ``tcp://...``); ``DOCKER_HOST`` when unset."""
-    network: str = "none"
-    user: str = "65534:65534"
-    workdir: str = "/workspace"
-    read_only: bool = True
-    tmpfs: dict[str, str] = {
-        "/workspace": "rw,exec,nosuid,nodev,size=1g,mode=1777",
-        "/tmp": "rw,exec,nosuid,nodev,size=512m,mode=1777",
-    }
-    cap_drop: tuple[str, ...] = ("ALL",)
-    cap_add: tuple[str, ...] = ()
-    security_opt: tuple[str, ...] = ("no-new-privileges",)
-    pids_limit: int = 512
-    memory: str = "2g"
-    cpus: float = 1.0
-    init: bool = True
-    env: dict[str, str] = {}
-    """Variables set in the container (the worker's own environment never is)."""
-    shell: Literal["auto", "sh", "bash"] = "auto"
-    kill_grace: float = 2.0
-    heartbeat_interval: float = 60.0
-    """At most this often a call touches ``heartbeat_path`` (idle clock of :func:`reap_orphans`)."""
-    heartbeat_path: str = "/tmp/.sbx-heartbeat"
-    remove_on_close: bool = True
-
-    def fingerprint(self) -> str:
-        """Hash of the settings that shape a container; part of its name."""
-        shaping = self.model_dump(
-            exclude={"kill_grace", "heartbeat_interval", "remove_on_close", "base_url"}
-        )
-        return hashlib.sha256(repr(sorted(shaping.items())).encode()).hexdigest()[:12]
-
-
-_clients: dict[str | None, docker.DockerClient] = {}
-_clients_lock = threading.Lock()
-
-
-def docker_client(base_url: str | None = None) -> docker.DockerClient:
-    """A client per engine address, shared by every sandbox of this process."""
-    with _clients_lock:
-        client = _clients.get(base_url)
-        if client is None:
-            try:
-                client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
-            except DockerException as exc:
-                raise BackendUnavailable(f"docker engine not reachable: {exc}") from exc
-            _clients[base_url] = client
-        return client
-
-
-def container_name(session_id: str, config: DockerConfig) -> str:
-    """Deterministic container name: a restarted worker (or a racing one) finds the same."""
-    return sandbox_name(session_id, config.fingerprint())
 
 
 class DockerEnvironment(scripts.HelperOps, SandboxShellEnvironment):
@@ -335,68 +273,3 @@ class DockerEnvironment(scripts.HelperOps, SandboxShellEnvironment):
         except Exception as exc:
             return False, f"docker engine not reachable: {exc}"
         return True, "ok"
-
-
-def _parse_time(value: str | None) -> float:
-    """Seconds since the epoch of a docker timestamp (nanosecond precision, ``Z``); 0 if unset."""
-    if not value or value.startswith("0001-"):
-        return 0.0
-    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)", value)
-    if not m:
-        return 0.0
-    frac = (m.group(2) or ".0")[:7]
-    tz = "+00:00" if m.group(3) == "Z" else m.group(3)
-    return datetime.fromisoformat(m.group(1) + frac + tz).timestamp()
-
-
-def last_activity(api: Any, info: dict[str, Any], heartbeat_path: str) -> float:
-    """When the container was last used: creation, start, stop, or its heartbeat file."""
-    state = info.get("State", {})
-    times = [
-        _parse_time(info.get("Created")),
-        _parse_time(state.get("StartedAt")),
-        _parse_time(state.get("FinishedAt")),
-    ]
-    if state.get("Running"):
-        with contextlib.suppress(APIError, ValueError):
-            cmd = ["sh", "-c", 'stat -c %Y -- "$1" 2>/dev/null', "sbx", heartbeat_path]
-            exec_id = api.exec_create(info["Id"], cmd)["Id"]
-            out, _ = api.exec_start(exec_id, demux=True)
-            if out and out.strip().isdigit():
-                times.append(float(out.strip()))
-    return max(times)
-
-
-def reap_orphans(
-    max_idle: float,
-    *,
-    now: float | None = None,
-    client: docker.DockerClient | None = None,
-    labels: dict[str, str] | None = None,
-    heartbeat_path: str = DockerConfig.model_fields["heartbeat_path"].default,
-    keep: Callable[[str], bool] | None = None,
-) -> list[str]:
-    """Remove sbx containers (running ones included) idle for more than ``max_idle`` seconds.
-
-    ``labels`` narrows the sweep (for example to one worker's containers); ``now``
-    is wall-clock seconds since the epoch; a container whose session ``keep``
-    claims stays. Returns the names removed.
-    """
-    api: Any = (client or docker_client()).api
-    now = time.time() if now is None else now
-    label_filter = ["sbx=1", *(f"{k}={v}" for k, v in (labels or {}).items())]
-    removed: list[str] = []
-    for summary in api.containers(all=True, filters={"label": label_filter}):
-        try:
-            info = api.inspect_container(summary["Id"])
-        except NotFound:
-            continue
-        session = (info.get("Config", {}).get("Labels") or {}).get("sbx.session", "")
-        if keep is not None and session and keep(session):
-            continue
-        if now - last_activity(api, info, heartbeat_path) <= max_idle:
-            continue
-        with contextlib.suppress(NotFound, APIError):
-            api.remove_container(info["Id"], force=True)
-            removed.append(str(info["Name"]).lstrip("/"))
-    return removed

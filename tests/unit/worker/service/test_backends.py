@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from environments.backends.docker.environment import DockerConfig
+from environments.backends.docker.config import DockerConfig
 from environments.config import BackendConfig
 from worker.service.backends import BackendConfigs, backend_config
 from worker.settings import Settings, SettingsError
