@@ -13,9 +13,7 @@ import contextlib
 import logging
 import os
 import signal
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 
 from environments.base import Environment, SpawnedProcess
@@ -23,8 +21,7 @@ from environments.base import Environment, SpawnedProcess
 from .checkpoints import CheckpointStore
 from .models import AlreadyExists, ProcessState, Receipt
 from .output_cap import OutputCapSweeper
-from .receipts import ReceiptStore
-from .tracking import Tracked, draft_receipt, status_file_code
+from .tracking import Tracked, TrackedProcesses, draft_receipt, status_file_code
 from .watcher import ExitWatcher
 
 log = logging.getLogger(__name__)
@@ -33,15 +30,11 @@ FINISHED_KEPT = 256
 """Finished processes kept in memory (their output files too) for polls and logs."""
 
 
-class ProcessCompletion:
+class ProcessCompletion(TrackedProcesses):
     """Ending tracked processes (see the module docstring)."""
 
-    _lock: threading.Lock
-    _live: dict[str, Tracked]
-    _finished: OrderedDict[str, Tracked]
     _watcher: ExitWatcher
     _sweeper: OutputCapSweeper
-    receipts: ReceiptStore
     checkpoints: CheckpointStore
     kill_grace: float
     on_finished: Callable[[str, str], None] | None

@@ -10,24 +10,24 @@ or its compression continuation may read.
 from __future__ import annotations
 
 import builtins
-import threading
 import time
-from collections import OrderedDict
 
 from .atomic import validate_id
 from .in_context import CONTEXT_BYTES
 from .models import MAX_OFFSET, InvalidRead, LogChunk, PermissionDenied, ProcessInfo
-from .receipts import ReceiptStore
-from .tracking import Tracked, info_from_receipt, live_chunk, live_info, make_chunk
+from .tracking import (
+    Tracked,
+    TrackedProcesses,
+    info_from_receipt,
+    live_chunk,
+    live_info,
+    make_chunk,
+)
 
 
-class ProcessObserving:
+class ProcessObserving(TrackedProcesses):
     """Reading the state and output of tracked processes (see the module docstring)."""
 
-    _lock: threading.Lock
-    _live: dict[str, Tracked]
-    _finished: OrderedDict[str, Tracked]
-    receipts: ReceiptStore
     redact_live: bool
 
     def check_owner(self, process_id: str, session_id: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from environments.base import Environment, discard_boundary
@@ -25,7 +26,7 @@ from .in_context import (
 )
 from .models import LogChunk, ProcessInfo, ProcessRecord, ProcessState, Receipt
 from .output_cap import CapState, lead_cut
-from .receipts import excerpt
+from .receipts import ReceiptStore, excerpt
 
 TAIL_BYTES = 2048
 """How much of the output end a :class:`ProcessInfo` carries."""
@@ -47,6 +48,16 @@ class Tracked:
     receipt: Receipt | None = None
     cap: CapState = field(default_factory=lambda: CapState(0))
     """The on-disk cap of its output file (see :mod:`process_registry.output_cap`)."""
+
+
+class TrackedProcesses:
+    """What the halves of a process table share: the processes it tracks, running and
+    recently finished, under one lock, and the receipts of those it no longer tracks."""
+
+    _lock: threading.Lock
+    _live: dict[str, Tracked]
+    _finished: OrderedDict[str, Tracked]
+    receipts: ReceiptStore
 
 
 @dataclass
