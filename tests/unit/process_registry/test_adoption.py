@@ -158,7 +158,9 @@ def test_process_that_ended_while_down_gets_true_status(
     table: ProcessTable, env: LocalEnvironment, home: Path, spool: Path
 ) -> None:
     rec = checkpoint(home, env, spool, "echo bye; exit 7", dead_writer())
-    wait_until(lambda: Path(rec.status_path).exists(), 60, "status file")
+    # Ended, not just its status written: the wrapper still runs a moment after that write
+    # (a running process is adopted, not finalized).
+    wait_until(lambda: not env.is_running(rec.spawned()), 60, "the process to end")
     assert table.adopt_all().finalized == [rec.process_id]
     receipt = table.receipts.read(rec.process_id, OWNER)
     assert (receipt.status, receipt.exit_code, receipt.output) == ("exited", 7, "bye\n")
