@@ -50,11 +50,7 @@ from .receipts import DEFAULT_MAX_AGE, DEFAULT_MAX_COUNT, ReceiptStore
 from .runtime_dir import runtime_dir
 from .sessions import validate_session_id
 from .tokens.sealer import Sealer
-from .tracking import (
-    AdoptionReport,
-    Tracked,
-    live_info,
-)
+from .tracking import AdoptionReport, Tracked, live_info
 from .watcher import ExitWatcher
 
 log = logging.getLogger(__name__)
