@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import signal
 import threading
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +92,11 @@ def test_call_without_worker_is_pending_then_collected(
 
     load_or_create_secret(sbx_home / "secret.key")
     with client(sbx_home, "early", amqp_url) as c:
-        call_id = uuid.uuid4().hex
-        pending = json.loads(
-            c.tool_call("terminal", {"command": "echo late"}, wait=0.5, call_id=call_id)
-        )
+        # Published with the call's own time budget (see the same test over Redis).
+        message = c.call_message("terminal", {"command": "echo late"})
+        c.sender.send_call(message)
+        call_id = message.call_id
+        pending = json.loads(c.result(call_id, wait=0.5))
         assert (pending["status"], pending["call_id"]) == ("pending", call_id)
         start_worker(amqp_url)  # the message waited in RabbitMQ
         result = json.loads(c.result(call_id, WAIT))

@@ -113,9 +113,13 @@ def test_a_pending_call_is_collected_later_and_its_message_hides_the_command(
 ) -> None:
     settings = settings_for(sbx_home, broker_url, secret_key="k" * 32)
     with SandboxClient(session_id="later", settings=settings) as client:
-        first = json.loads(client.tool_call("terminal", {"command": "echo queued-7f3"}, wait=0.2))
-        assert first["status"] == "pending"
-        call_id = first["call_id"]
+        # Published with the call's own time budget: a short wait in ``tool_call`` would also
+        # be the deadline the worker gives the command (the caller said it stops waiting).
+        message = client.call_message("terminal", {"command": "echo queued-7f3"})
+        client.sender.send_call(message)
+        call_id = message.call_id
+        first = json.loads(client.result(call_id, wait=0.2))
+        assert (first["status"], first["call_id"]) == ("pending", call_id)
         # Queued with no worker: the command is in the body only, never in a header.
         queued = [json.loads(m) for m in client.ledger.client.lrange(settings.queue, 0, -1)]
         mine = [m for m in queued if m["headers"]["id"] == call_id]
