@@ -20,7 +20,8 @@ import json
 from bench.stats import measure_paths, report
 from process_registry.in_context import redact_between
 from process_registry.redact import redact_text
-from process_registry.sessions import SessionSigner, TokenInfo
+from process_registry.sessions import SessionSigner
+from process_registry.tokens.formats import TokenInfo
 from worker.protocol.mac import message_body, open_result, proof_matches, prove, seal_result
 from worker.protocol.messages import ToolCallMessage
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .atomic import atomic_write, ensure_private_dir, read_nofollow
 from .models import AlreadyExists, InvalidId, UnsafePath
-from .sessions import validate_session_id
+from .tokens.formats import validate_session_id
 
 MAX_CHAIN = 256
 """Longest continuation chain followed; deeper chains are treated as unrelated."""

@@ -1,6 +1,7 @@
 """Session identity: tokens the worker verifies, never identities it takes on trust.
 
-Two token formats (docs/configuration.md, "Keys and tokens"):
+Two token formats (docs/configuration.md, "Keys and tokens"; parsed in
+:mod:`process_registry.tokens.formats`):
 
 * ``sbx2.<kid>.<expiry>.<mac>`` -- the MAC (43 base64url characters) is an
   HMAC-SHA256 under key ``kid`` of the session id, the key id, the expiry
@@ -21,69 +22,23 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from environments.errors import Invalid
-
+from .tokens.formats import (
+    TOKEN_PREFIX,
+    V1_PREFIX,
+    InvalidSessionId,
+    TokenInfo,
+    token_info,
+    validate_session_id,
+)
 from .tokens.keyring import Keyring, load_or_create_secret
 from .tokens.primitives import b64, mac, same
 
-TOKEN_PREFIX = "sbx2."
-V1_PREFIX = "sbx1."
-V1_KID = "v1"
-"""The key id a message names for a v1 token (which names none)."""
 DEFAULT_TTL = 8 * 3600.0
-_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
-_V2 = re.compile(r"sbx2\.([A-Za-z0-9_-]{8})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})\Z")
-_V1 = re.compile(r"sbx1\.[A-Za-z0-9_-]{43}\Z")
 
-__all__ = [
-    "DEFAULT_TTL", "InvalidSessionId", "SessionSigner", "TokenInfo", "load_or_create_secret",
-    "token_info", "validate_session_id",
-]  # fmt: skip
-
-
-class InvalidSessionId(Invalid):
-    """A session id that is empty, too long or has characters outside ``[A-Za-z0-9._:@-]``."""
-
-
-def validate_session_id(session_id: str) -> str:
-    """Return ``session_id`` if it is well formed, else raise :class:`InvalidSessionId`."""
-    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
-        raise InvalidSessionId(
-            "session id must be 1-128 characters of letters, digits and . _ : @ - "
-            "(starting with a letter or digit)"
-        )
-    return session_id
-
-
-@dataclass(frozen=True)
-class TokenInfo:
-    """What a token says about itself: its key id and expiry (``v1``/0 for a v1 token)."""
-
-    kid: str
-    expires: int
-
-    @property
-    def v1(self) -> bool:
-        return self.kid == V1_KID
-
-
-def token_info(token: str | None) -> TokenInfo | None:
-    """The key id and expiry of a well-formed token; None for anything else.
-
-    Says nothing about validity: only :meth:`SessionSigner.verify` (or
-    recomputing the token) does.
-    """
-    if not isinstance(token, str):
-        return None
-    m = _V2.match(token)
-    if m is not None:
-        return TokenInfo(m.group(1), int(m.group(2)))
-    return TokenInfo(V1_KID, 0) if _V1.match(token) else None
+__all__ = ["DEFAULT_TTL", "SessionSigner", "load_or_create_secret"]
 
 
 class SessionSigner:

@@ -48,7 +48,7 @@ from .observing import ProcessObserving
 from .output_cap import DEFAULT_PROCESS_OUTPUT_CAP, CapState, OutputCapSweeper, validate_cap
 from .receipts import DEFAULT_MAX_AGE, DEFAULT_MAX_COUNT, ReceiptStore
 from .runtime_dir import runtime_dir
-from .sessions import validate_session_id
+from .tokens.formats import validate_session_id
 from .tokens.sealer import Sealer
 from .tracking import AdoptionReport, Tracked, live_info
 from .watcher import ExitWatcher

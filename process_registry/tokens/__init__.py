@@ -1,5 +1,6 @@
 """Keys and the MACs built from them: a leaf every layer may use.
 
+* :mod:`.formats` -- what session ids, tokens and approver credentials look like (no keys).
 * :mod:`.primitives` -- HMAC over length-prefixed parts, key derivation, canonical JSON.
 * :mod:`.keyring` -- the deployment's keys by key id (rotation, files under ``SBX_HOME``).
 * :mod:`.approver` -- the approver credential (``sbxa1.``).

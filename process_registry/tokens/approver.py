@@ -9,20 +9,11 @@ keyring revokes every approver credential minted with it.
 
 from __future__ import annotations
 
-import re
-
+from .formats import APPROVER_PREFIX, approver_kid
 from .keyring import Keyring
 from .primitives import mac, same
 
-APPROVER_PREFIX = "sbxa1."
-_APPROVER = re.compile(r"sbxa1\.([A-Za-z0-9_-]{8})\.[A-Za-z0-9_-]{43}\Z")
 _PURPOSE = "approver:v1"
-
-
-def approver_kid(token: str | None) -> str | None:
-    """The key id of a well-formed approver credential (None: not one)."""
-    m = _APPROVER.match(token) if isinstance(token, str) else None
-    return m.group(1) if m else None
 
 
 def approver_token(keyring: Keyring, kid: str | None = None) -> str | None:

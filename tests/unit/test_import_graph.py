@@ -88,7 +88,7 @@ def test_importing_the_client_loads_only_the_wire_side_and_registers_no_tool() -
     probe = (
         "import json, sys, worker.client\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('worker', 'registry', 'process_registry', 'environments'))\n"
+        "('worker', 'registry', 'process_registry', 'environments', 'celery'))\n"
         "import registry.core\n"
         "print(json.dumps({'loaded': loaded, 'tools': registry.core.registry.names()}))\n"
     )
@@ -120,19 +120,20 @@ def test_importing_the_client_loads_only_the_wire_side_and_registers_no_tool() -
 CLIENT_MAY_LOAD = (
     "worker.client",  # itself
     "worker.protocol",  # the wire protocol: messages, MACs, ledger, streams
-    "worker.broker",  # the transport: the broker URL, the sender, the embedded broker
     "worker.settings",  # the one settings object
     "worker.errors",
-    "worker.identity",  # the session tokens a client signs its calls with
-    "process_registry.tokens",
-    "process_registry.sessions",
-    "process_registry.runtime_dir",  # where the embedded broker's socket lives
     "environments.errors",  # the one error root
+    "process_registry.tokens.formats",  # what session ids and tokens look like
+    "process_registry.tokens.primitives",  # the MACs messages and answers carry
     "registry.results",  # the JSON form of a tool result
 )
+"""What ``import worker.client`` may load. The transport (``worker.broker``, Celery) and
+key handling (``worker.identity``, keyrings) load with the first client that needs them."""
 
 
 def _client_may_load(module: str) -> bool:
-    if module in PACKAGES:
-        return True
-    return any(module == m or module.startswith(m + ".") for m in CLIENT_MAY_LOAD)
+    """An allowed module, inside one, or a package holding one."""
+    return any(
+        module == m or module.startswith(m + ".") or m.startswith(module + ".")
+        for m in CLIENT_MAY_LOAD
+    )

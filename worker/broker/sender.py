@@ -12,7 +12,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Generator
-from typing import Any, TypeVar
+from typing import Any
 
 import redis
 from celery import Celery
@@ -25,7 +25,7 @@ from worker.errors import BrokerUnavailable, ForgedResult
 from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger, declare_lost
 from worker.protocol.messages import ToolCallMessage
-from worker.protocol.streams import Piece
+from worker.protocol.streams import Piece, drain
 from worker.protocol.tasks import SENT_AT_HEADER, TOOL_CALL_TASK
 from worker.settings import Settings
 
@@ -46,19 +46,6 @@ def _forged(call_id: str, count: int) -> ForgedResult:
         f"call {call_id}: {count} answer(s) failed their authentication check (written by "
         "something other than a worker) and were dropped; no genuine answer came in time"
     )
-
-
-Result = TypeVar("Result")
-
-
-def drain(stream: Generator[Any, None, Result]) -> Result:
-    """Run a generator to its end, passing over what it yields; what it returns."""
-    while True:
-        try:
-            next(stream)
-        except StopIteration as done:
-            result: Result = done.value
-            return result
 
 
 class CallSender:

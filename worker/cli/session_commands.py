@@ -41,7 +41,7 @@ def _need_key(settings: Settings) -> None:
 
 
 def _session_id(text: str) -> str:
-    from process_registry.sessions import InvalidSessionId, validate_session_id
+    from process_registry.tokens.formats import InvalidSessionId, validate_session_id
 
     try:
         return validate_session_id(text)

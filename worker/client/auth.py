@@ -18,9 +18,8 @@ from typing import TypeVar
 import redis
 from pydantic import BaseModel
 
-from process_registry.sessions import token_info
+from process_registry.tokens.formats import token_info
 from worker.errors import BrokerUnavailable, TokenRequired
-from worker.identity import can_mint, keyring_store, load_signer, local_approver_token
 from worker.protocol.mac import (
     ApproverProof,
     CallProof,
@@ -98,6 +97,9 @@ def client_auth(
     """The credentials of ``session_id``: ``token``, else ``SBX_SESSION_TOKEN`` (for that
     session), else minted from the local keyring (created in embedded mode, where this
     home is the deployment's). Raises :class:`~worker.errors.TokenRequired`."""
+    # Key handling loads only for a client that may mint (importing the client loads none).
+    from worker.identity import can_mint, keyring_store, load_signer, local_approver_token
+
     given = token
     if given is None and settings.session_token is not None and settings.session_id == session_id:
         given = settings.session_token.get_secret_value()

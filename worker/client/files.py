@@ -21,11 +21,10 @@ import hashlib
 import uuid
 from typing import TYPE_CHECKING
 
-from worker.broker.sender import drain
 from worker.client.processes import parse_answer
 from worker.errors import FileError
 from worker.protocol.messages import FileInfo
-from worker.protocol.streams import CallStreams
+from worker.protocol.streams import CallStreams, drain
 
 if TYPE_CHECKING:
     from worker.client.sync import SandboxClient

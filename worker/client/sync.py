@@ -10,14 +10,11 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable, Generator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import redis
-from celery import Celery
 
-from process_registry.sessions import InvalidSessionId, validate_session_id
-from worker.broker.connection import display_url, resolve_broker_url, resolve_ledger_url
-from worker.broker.sender import CallSender
+from process_registry.tokens.formats import InvalidSessionId, validate_session_id
 from worker.client import files
 from worker.client.approvals import ApprovalClientMixin
 from worker.client.auth import ClientAuth, client_auth
@@ -35,6 +32,10 @@ from worker.protocol.messages import (
 )
 from worker.protocol.tasks import PING_TASK, SESSION_TOOLS, TOOLS_TASK
 from worker.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from celery import Celery
+
 
 
 def terminal_args(command: str, workdir: str | None, timeout: int | None) -> dict[str, Any]:
@@ -80,10 +81,16 @@ class SandboxClient(ProcessClientMixin, ApprovalClientMixin):
         except InvalidSessionId as exc:
             raise SessionRequired(str(exc)) from None
         self.backend = backend
+        # The transport (Celery, the broker connection, the embedded broker) loads with the
+        # first client, not with ``import worker.client``: importing needs only the protocol.
+        from worker.broker.connection import display_url, resolve_broker_url, resolve_ledger_url
+        from worker.broker.sender import CallSender
+
         self.broker_url = broker_url or resolve_broker_url(self.settings)
         # sbx's own state (claims, heartbeats, result mailboxes, routes) lives in the
         # ledger's Redis: the broker itself when it is Redis (see worker.broker.connection).
         self.ledger_url = resolve_ledger_url(self.settings, self.broker_url)
+        self._ledger_shown = display_url(self.ledger_url)
         self.sender = CallSender(self.broker_url, self.ledger_url, self.settings)
         self._known_route: str | None = None
         self.app: Celery = self.sender.app
@@ -230,7 +237,7 @@ class SandboxClient(ProcessClientMixin, ApprovalClientMixin):
             return self._known_route
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise BrokerUnavailable(
-                f"cannot reach the ledger at {display_url(self.ledger_url)}: {exc}; "
+                f"cannot reach the ledger at {self._ledger_shown}: {exc}; "
                 "the call was not sent"
             ) from None
 

@@ -15,7 +15,7 @@ import base64
 import binascii
 from dataclasses import dataclass, field
 
-from process_registry.sessions import InvalidSessionId, validate_session_id
+from process_registry.tokens.formats import InvalidSessionId, validate_session_id
 from worker.errors import Denied
 
 

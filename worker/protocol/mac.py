@@ -27,8 +27,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from process_registry.sessions import V1_KID, TokenInfo, token_info
-from process_registry.tokens.approver import approver_kid
+from process_registry.tokens.formats import V1_KID, TokenInfo, approver_kid, token_info
 from process_registry.tokens.primitives import canonical, mac, same
 
 PROOF_FIELDS = frozenset({"proof", "approver", "child_proof"})

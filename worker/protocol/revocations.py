@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from process_registry.sessions import InvalidSessionId, validate_session_id
+from process_registry.tokens.formats import InvalidSessionId, validate_session_id
 
 SEEDED_KEY = "sbx:sessions:seeded"
 

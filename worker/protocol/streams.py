@@ -21,9 +21,9 @@ Never through the broker: a message stays small whatever the file or output size
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 
@@ -33,6 +33,19 @@ LIVE_MAX_PIECES = 64
 """The most pieces of live output waiting for a reader (so at most 4 MiB per call)."""
 STREAM_TTL_S = 600
 """Seconds a stream outlives its last piece (its reader is gone, or has its result)."""
+
+
+Result = TypeVar("Result")
+
+
+def drain(stream: Generator[Any, None, Result]) -> Result:
+    """Run a call's stream to its end, passing over its pieces; the call's result."""
+    while True:
+        try:
+            next(stream)
+        except StopIteration as done:
+            result: Result = done.value
+            return result
 
 
 def stream_key(call_id: str) -> str:

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import redis
 from pydantic import BaseModel, ValidationError
 
-from process_registry.sessions import InvalidSessionId, TokenInfo, validate_session_id
 from process_registry.tokens.approver import approver_token
+from process_registry.tokens.formats import InvalidSessionId, TokenInfo, validate_session_id
 from registry.results import tool_error
 from worker.protocol.mac import (
     MAX_CLOCK_SKEW_S,

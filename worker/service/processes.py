@@ -37,8 +37,8 @@ from process_registry.models import (
     ProcessRecord,
     ProcessTableError,
 )
-from process_registry.sessions import InvalidSessionId
 from process_registry.table import InputUnsupported, ProcessTable, PtyUnsupported
+from process_registry.tokens.formats import InvalidSessionId
 from process_registry.tokens.sealer import Sealer
 from registry.approval import CommandTooLong, PtyLineBuffer
 from registry.tools.process import ProcessArgs

@@ -17,8 +17,8 @@ from typing import Any
 from celery import Celery, Task
 
 from process_registry.models import NotFound, PermissionDenied, ProcessTableError
-from process_registry.sessions import InvalidSessionId, validate_session_id
 from process_registry.table import ProcessTable
+from process_registry.tokens.formats import InvalidSessionId, validate_session_id
 from registry.results import to_json, tool_error
 from worker.protocol.process_messages import ReceiptOpMessage
 from worker.protocol.tasks import RECEIPT_OP_TASK

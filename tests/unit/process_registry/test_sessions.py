@@ -7,12 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from process_registry.sessions import (
-    InvalidSessionId,
-    SessionSigner,
-    load_or_create_secret,
-    validate_session_id,
-)
+from process_registry.sessions import SessionSigner, load_or_create_secret
+from process_registry.tokens.formats import InvalidSessionId, validate_session_id
 
 
 def test_token_verifies_only_its_session() -> None:

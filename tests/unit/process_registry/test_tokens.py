@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from process_registry.sessions import SessionSigner, TokenInfo, token_info
+from process_registry.sessions import SessionSigner
 from process_registry.tokens.approver import approver_token, verify_approver
+from process_registry.tokens.formats import TokenInfo, token_info
 from process_registry.tokens.keyring import Keyring, KeyringError, KeyringStore, key_id
 from process_registry.tokens.primitives import mac
 from process_registry.tokens.sealer import Sealer
