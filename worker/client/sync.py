@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from celery import Celery
 
 
-
 def terminal_args(command: str, workdir: str | None, timeout: int | None) -> dict[str, Any]:
     """The arguments of a foreground ``terminal`` call."""
     args: dict[str, Any] = {"command": command}
