@@ -1,6 +1,6 @@
 """Warm-call latency of sbx backends beside their per-call baselines, in the same run.
 
-    /work/venv/bin/python -m bench.bench_backends [--calls N] [--baseline-calls M] [--json]
+    .venv/bin/python -m bench.bench_backends [--calls N] [--baseline-calls M] [--json]
 
 * docker: ``DockerEnvironment.exec("echo hi")`` (one attached exec, session shell)
   vs the SDK's ``exec_run`` per call on the same container.

@@ -1,8 +1,8 @@
 """A fake of the Vercel Sandbox API on 127.0.0.1 for tests of the ``vercel_sandbox`` backend.
 
-It implements the endpoints the real ``vercel-sandbox`` SDK calls (see
-/work notes: ``vercel-sdk.md``) and executes commands for real, each runtime
-session in its own bubblewrap jail (``runtime.py``). It checks credentials
+It implements the endpoints the real ``vercel-sandbox`` SDK calls (``server.py``
+lists them) and executes commands for real, each runtime session in its own
+bubblewrap jail (``runtime.py``). It checks credentials
 (a fixed token and team id), records every request (``requests``), enforces
 execution time limits, and lets a test act behind the client's back
 (:meth:`FakeVercel.stop_behind_back`, :meth:`FakeVercel.destroy_behind_back`,
