@@ -88,7 +88,8 @@ def test_importing_the_client_loads_only_the_wire_side_and_registers_no_tool() -
     probe = (
         "import json, sys, worker.client\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('worker', 'registry', 'process_registry', 'environments', 'celery'))\n"
+        "('worker', 'registry', 'process_registry', 'environments', 'celery', 'yaml',"
+        " 'pydantic_settings'))\n"
         "import registry.core\n"
         "print(json.dumps({'loaded': loaded, 'tools': registry.core.registry.names()}))\n"
     )
@@ -120,15 +121,14 @@ def test_importing_the_client_loads_only_the_wire_side_and_registers_no_tool() -
 CLIENT_MAY_LOAD = (
     "worker.client",  # itself
     "worker.protocol",  # the wire protocol: messages, MACs, ledger, streams
-    "worker.settings",  # the one settings object
-    "worker.errors",
-    "environments.errors",  # the one error root
-    "process_registry.tokens.formats",  # what session ids and tokens look like
-    "process_registry.tokens.primitives",  # the MACs messages and answers carry
-    "registry.results",  # the JSON form of a tool result
+    "worker.errors",  # the errors it raises
+    "environments.errors",  # their root
+    "process_registry.tokens.formats",  # what session ids and tokens look like (a leaf)
+    "process_registry.tokens.primitives",  # the MACs messages and answers carry (a leaf)
 )
-"""What ``import worker.client`` may load. The transport (``worker.broker``, Celery) and
-key handling (``worker.identity``, keyrings) load with the first client that needs them."""
+"""What ``import worker.client`` may load. The settings and their readers (YAML,
+environment), the transport (``worker.broker``, Celery) and key handling
+(``worker.identity``, keyrings) load with the first client that needs them."""
 
 
 def _client_may_load(module: str) -> bool:

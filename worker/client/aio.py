@@ -6,12 +6,14 @@ import asyncio
 import functools
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from worker.client.processes import AsyncProcessClientMixin
 from worker.client.sync import SandboxClient
 from worker.protocol.messages import ApprovalResult, FileInfo, TerminalResult, ToolDefinitions
-from worker.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.settings import Settings
 
 
 class AsyncSandboxClient(AsyncProcessClientMixin):

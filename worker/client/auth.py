@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import redis
 from pydantic import BaseModel
@@ -29,7 +29,9 @@ from worker.protocol.mac import (
     prove,
 )
 from worker.protocol.revocations import read_epoch
-from worker.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.settings import Settings
 
 M = TypeVar("M", bound=BaseModel)
 Opener = Callable[[str], "str | None"]

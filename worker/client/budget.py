@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from worker.settings import Settings
+if TYPE_CHECKING:
+    from worker.settings import Settings
 
 ANSWER_SLACK_S = 30.0
 """Extra seconds a client waits beyond what the call itself may take."""

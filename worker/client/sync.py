@@ -31,10 +31,11 @@ from worker.protocol.messages import (
     ToolsRequest,
 )
 from worker.protocol.tasks import PING_TASK, SESSION_TOOLS, TOOLS_TASK
-from worker.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     from celery import Celery
+
+    from worker.settings import Settings
 
 
 def terminal_args(command: str, workdir: str | None, timeout: int | None) -> dict[str, Any]:
@@ -71,6 +72,13 @@ class SandboxClient(ProcessClientMixin, ApprovalClientMixin):
         settings: Settings | None = None,
         approver_token: str | None = None,
     ) -> None:
+        # The settings (and their YAML and environment readers), the transport (Celery, the
+        # broker connection, the embedded broker) load with the first client, not with
+        # ``import worker.client``: importing needs only the protocol.
+        from worker.broker.connection import display_url, resolve_broker_url, resolve_ledger_url
+        from worker.broker.sender import CallSender
+        from worker.settings import get_settings
+
         self.settings = settings or get_settings()
         sid = session_id or self.settings.session_id
         if not sid:
@@ -80,11 +88,6 @@ class SandboxClient(ProcessClientMixin, ApprovalClientMixin):
         except InvalidSessionId as exc:
             raise SessionRequired(str(exc)) from None
         self.backend = backend
-        # The transport (Celery, the broker connection, the embedded broker) loads with the
-        # first client, not with ``import worker.client``: importing needs only the protocol.
-        from worker.broker.connection import display_url, resolve_broker_url, resolve_ledger_url
-        from worker.broker.sender import CallSender
-
         self.broker_url = broker_url or resolve_broker_url(self.settings)
         # sbx's own state (claims, heartbeats, result mailboxes, routes) lives in the
         # ledger's Redis: the broker itself when it is Redis (see worker.broker.connection).

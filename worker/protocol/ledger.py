@@ -24,7 +24,6 @@ from typing import Any
 
 import redis
 
-from registry.results import to_json
 from worker.protocol.streams import Piece, stream_key
 
 log = logging.getLogger(__name__)
@@ -285,14 +284,15 @@ def _s(value: Any) -> str:
 def lost_result(call_id: str, worker_id: str | None) -> str:
     """The tool result of a call whose worker died after taking it, before answering."""
     who = f" ({worker_id})" if worker_id else ""
-    return to_json(
+    return json.dumps(
         {
             "status": "lost",
             "error": f"the worker that took this call{who} died before it answered; the "
             "command may still be running, or may have run partly or wholly. Check the "
             "session's state before retrying.",
             "call_id": call_id,
-        }
+        },
+        ensure_ascii=False,
     )
 
 
