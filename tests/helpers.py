@@ -14,10 +14,22 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = bool(os.environ.get("CI"))
+
+
+def process_gone(pid: int) -> bool:
+    """True once ``pid`` has exited (reaped, or a zombie waiting for its parent).
+
+    Asked in one step: a process that exits between two questions ("does it exist?",
+    "what is its status?") counts as gone, never as an error."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def require(condition: bool, reason: str) -> None:

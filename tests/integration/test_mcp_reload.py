@@ -13,11 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from tests.fixtures_workers import settings_for
-from tests.helpers import require_module, wait_until
+from tests.helpers import process_gone, require_module, wait_until
 from tests.integration.test_mcp_worker import (
     ECHO,
     GETENV,
@@ -52,10 +51,6 @@ def answer(client: SandboxClient, tool: str, args: dict[str, Any]) -> str:
     return str(result.get("content", result.get("error")))
 
 
-def gone(pid: int) -> bool:
-    return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-
-
 def test_config_changes_reach_the_running_worker(
     sbx_home: Path, start_worker: Any, demo: tuple[dict[str, Any], Path]
 ) -> None:
@@ -78,14 +73,14 @@ def test_config_changes_reach_the_running_worker(
                    "the changed server's new process")  # fmt: skip
         second = int(answer(client, PID, {}))
         assert second != first
-        wait_until(lambda: gone(first), WAIT, "the old server process to stop")
+        wait_until(lambda: process_gone(first), WAIT, "the old server process to stop")
 
         # disabled: its tools leave the registry and its process stops
         write_config(sbx_home, {"demo": {**entry, "env": {"DEMO_TOKEN": "second"},
                                          "enabled": False}})  # fmt: skip
         wait_until(lambda: "Unknown tool" in answer(client, ECHO, {"text": "b"}), WAIT,
                    "the disabled server's tools to go")  # fmt: skip
-        wait_until(lambda: gone(second), WAIT, "the disabled server's process to stop")
+        wait_until(lambda: process_gone(second), WAIT, "the disabled server's process to stop")
 
         # enabled again: back, in a new process
         write_config(sbx_home, {"demo": {**entry, "env": {"DEMO_TOKEN": "second"}}})
@@ -103,7 +98,7 @@ def test_config_changes_reach_the_running_worker(
         write_config(sbx_home, {})
         wait_until(lambda: "Unknown tool" in answer(client, ECHO, {"text": "d"}), WAIT,
                    "the removed server's tools to go")  # fmt: skip
-        wait_until(lambda: gone(third), WAIT, "the removed server's process to stop")
+        wait_until(lambda: process_gone(third), WAIT, "the removed server's process to stop")
     finally:
         client.close()
     assert worker.proc.poll() is None, worker.log()  # one worker all along

@@ -13,6 +13,7 @@ import pytest
 from environments.backends.local.environment import LocalConfig, LocalEnvironment
 from environments.errors import InvalidCommand, WorkdirNotFound
 from tests.fixtures_backends import require_jail
+from tests.helpers import process_gone
 
 
 @pytest.fixture(params=["bwrap", "none"])
@@ -131,13 +132,6 @@ def test_200mb_of_output_keeps_memory_bounded(env: LocalEnvironment) -> None:
     assert grown < 8 * 1024 * 1024, f"worker grew by {grown} bytes"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def test_timeout_kills_the_whole_tree_and_session_survives(
     host_env: LocalEnvironment, tmp_path: Path
 ) -> None:
@@ -153,7 +147,7 @@ def test_timeout_kills_the_whole_tree_and_session_survives(
     assert (r.exit_code, r.timed_out) == (124, True)
     pids = [int(p) for p in pidfile.read_text().split()]
     assert len(pids) == 3
-    assert [pid for pid in pids if _alive(pid)] == []
+    assert [pid for pid in pids if not process_gone(pid)] == []
     r = host_env.exec('echo "alive $SURVIVES"')
     assert (r.output, r.exit_code) == ("alive 1\n", 0)
 
@@ -176,7 +170,7 @@ def test_background_job_keeping_stdout_open_does_not_hold_the_call(
     r = host_env.exec(f"sleep 1000 & echo $! > {tmp_path}/bg; echo started", timeout=60)
     assert (r.output, r.exit_code, r.timed_out) == ("started\n", 0, False)
     pid = int((tmp_path / "bg").read_text())
-    assert _alive(pid)
+    assert not process_gone(pid)
     os.kill(pid, 9)
 
 
@@ -279,7 +273,7 @@ def test_cancel_kills_the_tree_and_reports_130(
     t.join(timeout=60)
     (r,) = results
     assert (r.exit_code, r.cancelled, r.timed_out) == (130, True, False)
-    assert not _alive(int(started.read_text()))
+    assert process_gone(int(started.read_text()))
     assert host_env.exec("echo usable").output == "usable\n"
 
 

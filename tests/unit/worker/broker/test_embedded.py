@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.helpers import short_tmpdir
+from tests.helpers import process_gone, short_tmpdir
 from worker.broker.embedded import EmbeddedBroker, find_redis_server
 
 
@@ -24,7 +24,7 @@ def test_start_share_stop(sbx_home: Path) -> None:
     assert isinstance(pid, int)
     assert broker.stop() is True
     assert not broker.ping()
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert process_gone(pid)
     assert not broker.socket_path.exists()
 
 
