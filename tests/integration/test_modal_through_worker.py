@@ -60,5 +60,5 @@ def test_modal_commands_are_checked_by_the_approval_policy(
     assert run(modal_client, "rm -rf /")["status"] == "blocked"
     assert run(modal_client, "echo 'rm -rf /' is only text")["exit_code"] == 0
     # What the session shell was sent: the harmless command, never the refused ones.
-    sent = b"".join(r.data for r in fake_modal.requests_of("TaskExecStdinWrite"))
+    sent = fake_modal.stdin_sent()
     assert b"is only text" in sent and b"/workspace/data" not in sent

@@ -1,4 +1,6 @@
-"""Every call sbx makes into the ``modal`` SDK, in one place (a renamed SDK call is one line here).
+"""Every call sbx makes into the ``modal`` SDK, in one place (a renamed SDK call is one line here),
+but for the session shell's stdin and stdout, which :mod:`.stdio` speaks below the SDK's
+public API to the exec's task command router.
 
 The SDK is asyncio code behind ``synchronicity``: its blocking API hops to a
 loop of its own in a daemon thread. sbx runs the SDK's ``.aio`` coroutines
@@ -28,7 +30,6 @@ import modal.exception as modal_errors
 from modal._utils.async_utils import synchronizer  # the SDK's own event loop (private)
 from modal.config import config as modal_config
 from modal.stream_type import StreamType
-from modal_proto.api_pb2 import FILE_DESCRIPTOR_STDOUT
 
 from environments.errors import (
     AuthenticationFailed,
@@ -299,31 +300,12 @@ async def exec_process(sandbox: Sandbox, argv: list[str]) -> Process:
     return await sandbox.exec.aio(*argv, text=False, stderr=StreamType.DEVNULL)
 
 
-@dataclass
-class Stream:
-    """The session shell's stdio through the exec's task command router client, below the
-    SDK's public stream wrappers (their per-chunk locks and loop-translation layers cost
-    ~10% of a warm call). Private SDK attributes: pinned version, see the tests."""
-
-    router: Any
-    task_id: str
-    exec_id: str
-    stdin_offset: int = 0
-
-    @classmethod
-    def of(cls, process: Process) -> Stream:
-        # The SDK's own _ContainerProcess behind the synchronicity wrapper.
-        raw: Any = synchronizer._translate_in(process)  # type: ignore[no-untyped-call]
-        return cls(raw._command_router_client, raw._task_id, raw._process_id)
-
-    async def stdout(self) -> AsyncIterator[bytes]:
-        stream = self.router.exec_stdio_read(self.task_id, self.exec_id, FILE_DESCRIPTOR_STDOUT)
-        async for item in stream:
-            yield bytes(item.data)
-
-    async def write(self, data: bytes, *, eof: bool = False) -> None:
-        await self.router.exec_stdin_write(self.task_id, self.exec_id, self.stdin_offset, data, eof)
-        self.stdin_offset += len(data)
+def exec_router(process: Process) -> tuple[Any, str, str]:
+    """``(task command router client, task id, exec id)`` of an exec, for :mod:`.stdio`.
+    Private SDK attributes: pinned version, see the tests."""
+    # The SDK's own _ContainerProcess behind the synchronicity wrapper.
+    raw: Any = synchronizer._translate_in(process)  # type: ignore[no-untyped-call]
+    return raw._command_router_client, raw._task_id, raw._process_id
 
 
 async def write_stdin(process: Process, data: bytes, *, eof: bool = False) -> None:

@@ -22,6 +22,7 @@ import shutil
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 _SYSTEM_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "opt")
 _BASE_ENV = {
@@ -80,6 +81,10 @@ class Exec:
     exited: asyncio.Event = field(default_factory=asyncio.Event)
     returncode: int | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    stdin_stream: asyncio.Task[Any] | None = None
+    """The handler of the open ``TaskExecStdinWriteStream`` (a newer stream or a status
+    request evicts it)."""
+    stdout_readers: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def start_pumps(self) -> None:
         self.tasks = [
@@ -108,9 +113,11 @@ class Exec:
             raise BrokenPipeError(f"stdin offset {offset} is past {self.stdin_written}")
         try:
             if fresh:
+                # Counted once handed to the pipe: a stream evicted during the drain
+                # must not have its bytes re-sent.
                 self.process.stdin.write(fresh)
-                await self.process.stdin.drain()
                 self.stdin_written += len(fresh)
+                await self.process.stdin.drain()
             if eof:
                 self.stdin_closed = True
                 self.process.stdin.close()

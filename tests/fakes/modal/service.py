@@ -90,6 +90,10 @@ class FakeModal:
         """When True, sandbox creation answers RESOURCE_EXHAUSTED (a workspace quota)."""
         self.create_hangs = False
         """When True, a sandbox is created but the create call never answers (a lost reply)."""
+        self.stdin_streams = True
+        """When False, ``TaskExecStdinWriteStream`` answers UNIMPLEMENTED (an older router)."""
+        self.lose_stdin_messages = 0
+        """This many stdin stream messages are dropped unapplied, each ending its stream."""
         self.named_images: dict[str, str] = {}
         """Published images: ``name:tag`` -> image id (``Image.from_name``)."""
         self.apps: dict[str, str] = {}
@@ -167,6 +171,16 @@ class FakeModal:
         with self._lock:
             return [r for m, r in self.requests if m == method]
 
+    def stdin_sent(self) -> bytes:
+        """Every byte the SDK sent to any exec's stdin, unary writes and streams alike."""
+        with self._lock:
+            requests = list(self.requests)
+        return b"".join(
+            r.data
+            for m, r in requests
+            if r is not None and m in ("TaskExecStdinWrite", "TaskExecStdinWriteStream")
+        )
+
     def new_id(self, prefix: str, suffix: str = "") -> str:
         # Not 22 characters after the prefix: the SDK treats such sandbox ids as V1.
         return f"{prefix}-{next(self._ids):04d}{secrets.token_hex(10)}{suffix}"
@@ -233,6 +247,25 @@ class FakeModal:
         self.run(
             self.terminate(self.get(sandbox_id), api_pb2.GenericResult.GENERIC_STATUS_TERMINATED)
         )
+
+    def cut_streams(self) -> int:
+        """End every open stdin and stdout stream of every exec with UNAVAILABLE, as a
+        router restart would (the execs keep running); returns how many were cut."""
+
+        from .router import cut
+
+        async def cut_all() -> int:
+            tasks = []
+            for sandbox in self.running():
+                for run in sandbox.jail.execs.values():
+                    tasks += list(run.stdout_readers)
+                    if run.stdin_stream is not None:
+                        tasks.append(run.stdin_stream)
+            for task in tasks:
+                cut(task)
+            return len(tasks)
+
+        return self.run(cut_all())
 
     def sandboxes_of_session(self, session_id: str, *, running: bool = True) -> list[FakeSandbox]:
         return [
