@@ -155,7 +155,7 @@ class StdinStream:
                 end = sr.TaskExecStdinWriteStreamRequest(end=sr.TaskExecStdinWriteStreamEnd())
                 await self._call.send_message(end, end=True)
                 assert self._answer is not None
-                await asyncio.shield(self._answer)
+                await asyncio.wait_for(asyncio.shield(self._answer), _CLOSE_TIMEOUT)
                 await self._drop_call(cancel=False)
                 return
         except Exception:
