@@ -112,4 +112,6 @@ def test_a_stream_past_its_retain_limit_is_replaced_without_loss(
     outputs = [env.exec(line).output for line in lines]
     assert outputs == ["0\n", "0\n1\n", "0\n1\n2\n", "0\n1\n2\n3\n"]
     seen = calls(fake_modal, shell_exec(fake_modal, env))
-    assert seen["TaskExecStdinStatus"] >= 3  # each command's stream was replaced
+    # Each command went on a new stream; what came before had been applied: no re-send.
+    assert seen["TaskExecStdinStatus"] >= 3 and seen["TaskExecStdinWriteStream"] >= 4
+    assert seen["TaskExecStdinWrite"] == 0

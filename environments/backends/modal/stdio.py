@@ -11,8 +11,8 @@ connection-lease layers. Here:
 
 Neither loses nor repeats a byte when its stream breaks. Output resumes through
 the SDK's retrying reader from the last byte delivered. Input keeps the bytes
-sent on the open stream; when that stream ends early (or grows past
-``retain_limit``), the router is asked how much it applied
+sent on the open stream; when that stream ends early (or, at the next write, has
+carried ``retain_limit`` bytes), the router is asked how much it applied
 (``exec_stdin_status``, which also evicts the stream), the rest is re-sent with
 the SDK's retrying ``exec_stdin_write``, and the next write opens a new stream.
 A router without the streaming call (UNIMPLEMENTED) gets unary writes from then
@@ -142,6 +142,9 @@ class StdinStream:
             if eof:
                 await self._write_unary(self.written, b"", True)
             return
+        if self._call is not None and len(self._retained) >= self._retain_limit:
+            # Replaced between calls, when the router has applied what came before.
+            await self._recover(failed=False)
         if self._call is None:
             self._base, self._retained = self.written, bytearray()
         self._retained += data
@@ -160,9 +163,6 @@ class StdinStream:
                 return
         except Exception:
             await self._recover(eof=eof)
-            return
-        if len(self._retained) > self._retain_limit:
-            await self._recover(failed=False)
 
     async def _open(self) -> None:
         exit_stack = contextlib.AsyncExitStack()
