@@ -12,7 +12,7 @@ connection-lease layers. Here:
 Neither loses nor repeats a byte when its stream breaks. Output resumes through
 the SDK's retrying reader from the last byte delivered. Input keeps the bytes
 sent on the open stream; when that stream ends early (or, at the next write, has
-carried ``retain_limit`` bytes), the router is asked how much it applied
+carried :data:`RETAIN_LIMIT` bytes), the router is asked how much it applied
 (``exec_stdin_status``, which also evicts the stream), the rest is re-sent with
 the SDK's retrying ``exec_stdin_write``, and the next write opens a new stream.
 A router without the streaming call (UNIMPLEMENTED) gets unary writes from then
@@ -86,16 +86,13 @@ class StdinStream:
         task_id: str,
         exec_id: str,
         on_broken: Callable[[], None],
-        *,
-        retain_limit: int | None = None,
     ) -> None:
         self._router = router
         self._task_id = task_id
         self._exec_id = exec_id
         self._on_broken = on_broken
-        self._retain_limit = RETAIN_LIMIT if retain_limit is None else retain_limit
-        self.written = 0
-        """Bytes written so far: the stdin offset after them."""
+        self._retain_limit = RETAIN_LIMIT  # read here, so tests can lower it
+        self._written = 0  # bytes put so far: the stdin offset after them
         self._unary = False
         self._call: Any = None
         self._exit: contextlib.AsyncExitStack | None = None
@@ -135,20 +132,20 @@ class StdinStream:
 
     async def _send(self, data: bytes, eof: bool) -> None:
         if self._unary:
-            await self._write_unary(self.written, data, eof)
-            self.written += len(data)
+            await self._write_unary(self._written, data, eof)
+            self._written += len(data)
             return
         if not data and not (eof and self._call is not None):
             if eof:
-                await self._write_unary(self.written, b"", True)
+                await self._write_unary(self._written, b"", True)
             return
         if self._call is not None and len(self._retained) >= self._retain_limit:
             # Replaced between calls, when the router has applied what came before.
             await self._recover(failed=False)
         if self._call is None:
-            self._base, self._retained = self.written, bytearray()
+            self._base, self._retained = self._written, bytearray()
         self._retained += data
-        self.written += len(data)
+        self._written += len(data)
         try:
             if self._call is None:
                 await self._open()
@@ -215,17 +212,17 @@ class StdinStream:
         refused = _refused(self._call, failure)
         base, retained = self._base, bytes(self._retained)
         await self._drop_call(cancel=True)
-        self._base, self._retained = self.written, bytearray()
+        self._base, self._retained = self._written, bytearray()
         if refused:
             self._unary, applied = True, base  # the router has no streaming stdin
         else:
             status = await self._router.exec_stdin_status(self._task_id, self._exec_id)
             applied = status.num_bytes_written
             if status.closed:
-                if applied < self.written:
+                if applied < self._written:
                     raise BrokenPipeError("the process's stdin is closed")
                 return
-        if not base <= applied <= self.written:
+        if not base <= applied <= self._written:
             raise BrokenPipeError(f"the router applied {applied} bytes of stdin, not {base}-")
         rest = retained[applied - base :]
         if rest or eof:

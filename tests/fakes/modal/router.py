@@ -71,7 +71,7 @@ class Router(task_command_router_grpc.TaskCommandRouterBase):
         stdout = req.file_descriptor == sr.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT
         output = run.stdout if stdout else run.stderr
         offset = req.offset
-        with _breakable(run.stdout_readers, "the output stream was cut"):
+        with _breakable("the output stream was cut", run.stdout_readers):
             while (chunks := await output.chunks_from(offset)) is not None:
                 for chunk in chunks:
                     await stream.send_message(sr.TaskExecStdioReadResponse(data=chunk))
@@ -92,7 +92,7 @@ class Router(task_command_router_grpc.TaskCommandRouterBase):
         run.stdin_stream = owner = asyncio.current_task()
         offset = first.start.offset
         try:
-            with _breakable(set(), "the stdin stream was evicted"):
+            with _breakable("the stdin stream was evicted"):
                 async for message in stream:
                     self.service.record("TaskExecStdinWriteStream", message)
                     if message.HasField("end"):
@@ -154,12 +154,14 @@ def cut(task: asyncio.Task[Any]) -> None:
 
 
 @contextlib.contextmanager
-def _breakable(handlers: set[asyncio.Task[Any]], why: str) -> Iterator[None]:
+def _breakable(why: str, handlers: set[asyncio.Task[Any]] | None = None) -> Iterator[None]:
     """Run a handler that :func:`cut` may end, as a router restart or an eviction ends a
-    stream; a cancellation from the client (its reset) stays a cancellation."""
+    stream; a cancellation from the client (its reset) stays a cancellation. The handler's
+    task is in ``handlers`` while it runs."""
     task = asyncio.current_task()
     assert task is not None
-    handlers.add(task)
+    if handlers is not None:
+        handlers.add(task)
     try:
         yield
     except asyncio.CancelledError:
@@ -167,7 +169,8 @@ def _breakable(handlers: set[asyncio.Task[Any]], why: str) -> Iterator[None]:
             raise
         raise GRPCError(Status.UNAVAILABLE, why) from None
     finally:
-        handlers.discard(task)
+        if handlers is not None:
+            handlers.discard(task)
 
 
 def _exit_status(run: Exec) -> dict[str, int]:
