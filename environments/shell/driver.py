@@ -9,7 +9,6 @@ persist between commands; a dead shell is restarted and its state replayed.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import secrets
 import signal
@@ -34,8 +33,20 @@ from environments.shell.framing import (
     shell_quote,
 )
 from environments.shell.output import OutputCapture
+from environments.shell.reaping import reap_group, signal_group
 from environments.shell.result import ShellResult
-from environments.shell.script import SHELL_MANAGED, bootstrap_script, restore_lines, run_line
+from environments.shell.script import (
+    REBASE_BYTES,
+    REBASE_REQUEST,
+    SERVING,
+    SHELL_MANAGED,
+    bootstrap_script,
+    restore_lines,
+    restore_statements,
+    run_line,
+    serve_line,
+    statements_line,
+)
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TIMEOUT_EXIT_CODE = 124
@@ -83,6 +94,8 @@ class SessionShell:
         self._last_dump_env: dict[str, str] = {}
         # The parent shell's E of the last command is still to come (its X answered).
         self._end_pending = False
+        # The shell forks each command's subshell ahead (script.py); set at start.
+        self._serving = False
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -135,8 +148,10 @@ class SessionShell:
                     elif event.kind == KIND_CWD:
                         cwd = event.payload.decode("utf-8", "surrogateescape")
                     elif event.kind == KIND_READY:
-                        pid, _, start = event.payload.decode(errors="replace").partition(" ")
-                        return env, cwd, (_parse_int(pid.encode()), _parse_int(start.encode()))
+                        fields = event.payload.split(b" ")
+                        self._serving = fields[2:] == [SERVING.encode()]
+                        start = fields[1] if len(fields) > 1 else b""
+                        return env, cwd, (_parse_int(fields[0]), _parse_int(start))
 
     def restore(self, env: dict[str, str], cwd: str) -> None:
         """Make ``env`` and ``cwd`` the session's state (a session continued from another
@@ -209,18 +224,51 @@ class SessionShell:
             channel, scanner = self._channel, self._scanner
             assert channel is not None and scanner is not None
             try:
-                channel.write(
-                    restore_lines(self._shell_env, self.env, self._shell_cwd, self.cwd)
-                    + run_line(script, workdir)
-                )
+                channel.write(self._command_line(channel, scanner, script, workdir))
             except OSError as exc:
                 self.close()
                 if attempt == 2:
                     raise SandboxDead(f"session shell is gone: {exc}") from exc
                 continue
-            self._shell_env, self._shell_cwd = dict(self.env), self.cwd
             return channel, scanner
         raise AssertionError("unreachable")
+
+    def _command_line(
+        self, channel: Channel, scanner: MarkerScanner, script: str, workdir: str | None
+    ) -> bytes:
+        """What to write for ``script``; moves a serving shell's parent first when the
+        session's state drifted far from it. Raises OSError and SandboxDead."""
+        if not self._serving:
+            line = restore_lines(self._shell_env, self.env, self._shell_cwd, self.cwd)
+            self._shell_env, self._shell_cwd = dict(self.env), self.cwd
+            return line + run_line(script, workdir)
+        statements = restore_statements(self._shell_env, self.env, self._shell_cwd, self.cwd)
+        if sum(len(s) for s in statements) > REBASE_BYTES:
+            channel.write(REBASE_REQUEST)
+            self._await_end(channel, scanner)
+            channel.write(statements_line(statements))
+            self._shell_env, self._shell_cwd = dict(self.env), self.cwd
+            statements = []
+        return serve_line(statements, script, workdir)
+
+    def _await_end(self, channel: Channel, scanner: MarkerScanner) -> None:
+        """Read up to the parent's end marker of a line that runs no command."""
+        deadline = time.monotonic() + self.start_timeout
+        taken = False  # a subshell reported its pid: it took the line
+        while True:
+            chunk = channel.read(max(0.0, deadline - time.monotonic()))
+            if not chunk:
+                self.close()
+                raise SandboxDead("the session shell did not answer a state update")
+            for event in scanner.feed(chunk):
+                if not isinstance(event, Marker):
+                    continue
+                if event.kind == KIND_PGID:
+                    taken = True
+                elif event.kind == KIND_END and self._end_pending:
+                    self._end_pending = False
+                elif event.kind == KIND_END and taken:
+                    return
 
     def _collect(
         self,
@@ -255,10 +303,10 @@ class SessionShell:
             if chunk is None:
                 if phase == "run":
                     phase, deadline = "term", time.monotonic() + self.kill_grace
-                    self._signal(pgid, signal.SIGTERM)
+                    signal_group(self._kill_group, pgid, signal.SIGTERM)
                 elif phase == "term":
                     phase, deadline = "kill", time.monotonic() + max(self.kill_grace, 5.0)
-                    self._signal(pgid, signal.SIGKILL)
+                    signal_group(self._kill_group, pgid, signal.SIGKILL)
                 else:
                     # The shell itself does not answer: replace it.
                     self.close()
@@ -294,12 +342,16 @@ class SessionShell:
                     if self._end_pending:
                         # The parent's end of a command already answered by its X.
                         self._end_pending = False
+                    elif self._serving and pgid is None:
+                        # A waiting subshell ended before it took a line (its pid comes
+                        # first); the parent forked another, which takes ours.
+                        continue
                     else:
                         # No X (killed, no workdir, trap replaced): the parent's word it is.
                         exit_code = _status(event.payload)
         timed_out = phase != "run"
         if timed_out and exit_code is not None and pgid is not None:
-            self._reap_group(pgid, phase, deadline)
+            reap_group(self._kill_group, pgid, phase == "term", deadline)
         if no_workdir:
             raise WorkdirNotFound(f"workdir does not exist: {workdir} (nothing was run)")
         if not timed_out and exit_code is not None and new_env is not None:
@@ -341,37 +393,6 @@ class SessionShell:
         self.env = {k: v for k, v in new_env.items() if k not in SHELL_MANAGED}
         if new_cwd and not workdir:
             self.cwd = new_cwd
-
-    def _reap_group(self, pgid: int, phase: str, deadline: float) -> None:
-        """After a timed-out command's shell returned: KILL whatever of its tree outlived TERM.
-
-        Members that ignore TERM (or inherited an ignored TERM) keep running after
-        the group leader exits; they get the rest of the grace period, then KILL.
-        """
-        if phase == "term" and self._wait_group_gone(pgid, deadline):
-            return
-        self._signal(pgid, signal.SIGKILL)
-        # KILL is delivered asynchronously; return only once the tree is gone.
-        self._wait_group_gone(pgid, time.monotonic() + 5.0)
-
-    def _wait_group_gone(self, pgid: int, deadline: float) -> bool:
-        """Poll until nothing of the group runs (True) or ``deadline`` passes (False)."""
-        while True:
-            try:
-                self._kill_group(pgid, 0)
-            except ProcessLookupError:
-                return True
-            except PermissionError:
-                return False
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.02)
-
-    def _signal(self, pgid: int | None, signum: int) -> None:
-        if pgid is None or pgid <= 1:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            self._kill_group(pgid, signum)
 
 
 class _ShellWasGone(Exception):

@@ -9,16 +9,25 @@ with stdin from /dev/null and stderr merged into stdout, so that:
 
 The subshell reports its environment, cwd and exit status when it exits
 (``trap ... EXIT``), so the controller can answer without waiting for the parent
-shell's own end marker, which it consumes at the next call;
-the controller replays changes into the parent shell before the next command,
-so ``cd`` and ``export`` persist. The marker token is kept in two halves so the
-whole token never appears in ``set`` output or in a function body.
+shell's own end marker, which it consumes at the next call. The marker token is
+kept in two halves so the whole token never appears in ``set`` output or in a
+function body.
 
-The subshell reports its own pid (read from ``/proc/self/stat``, no fork) as its
-first write: when the parent printed it, that marker raced with the command's
-output and could land inside the multi-write environment dump of a fast
-command, which then leaked into the output unparsed. Without ``/proc`` the
-parent reports it as before.
+Where ``/proc`` exists the shell *serves*: it forks the subshell for the next
+command as soon as the last one ended, and that subshell waits for its one line
+(:func:`serve_line`) on the control stream. The fork -- the dearest step of a
+short command, and dearer still in a jail -- happens while the caller is away.
+The waiting subshell is a copy of the parent as it was after start-up, so the
+line carries the statements that move it to the session's state (``cd`` and
+``export`` persist that way); when they grow past :data:`REBASE_BYTES` the
+controller moves the parent itself (:data:`REBASE_REQUEST`, then the statements
+as one line for the parent). The subshell reports its own pid (read from
+``/proc/self/stat``, no fork) as its first write, so that marker never races
+with the command's output.
+
+Without ``/proc`` the parent reads one ``__sbx_run`` line per command, forks then,
+reports the pid itself, and the controller replays changes into the parent
+before each command.
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ exec 2>/dev/null
 set -m
 __sbx_a={half_a}
 __sbx_b={half_b}
+__sbx_nl='
+'
 __sbx_mark() {{ printf '%s%s%s%s%s%s.' "$__sbx_a" "$__sbx_b" "$1" "$2" "$__sbx_a" "$__sbx_b"; }}
 __sbx_dump() {{
   printf '%s%sS' "$__sbx_a" "$__sbx_b"; export -p; printf '%s%s.' "$__sbx_a" "$__sbx_b"
@@ -40,18 +51,39 @@ __sbx_dump() {{
 }}
 __sbx_self=
 [ -r /proc/self/stat ] && __sbx_self=1
+__sbx_go() {{
+  if [ -n "$2" ]; then cd -- "$2" 2>/dev/null || {{ __sbx_mark W ''; exit 1; }}; fi
+  trap '__sbx_rc=$?; __sbx_dump; __sbx_mark X "$__sbx_rc"' EXIT
+  eval "$1"
+}}
 __sbx_run() {{
-  ( if [ -n "$__sbx_self" ]; then
-      read -r __sbx_p __sbx_r < /proc/self/stat && __sbx_mark P "$__sbx_p"
-    fi
-    if [ -n "$2" ]; then cd -- "$2" 2>/dev/null || {{ __sbx_mark W ''; exit 1; }}; fi
-    trap '__sbx_rc=$?; __sbx_dump; __sbx_mark X "$__sbx_rc"' EXIT
-    eval "$1"
-  ) </dev/null 2>&1 &
+  ( __sbx_go "$1" "$2" ) </dev/null 2>&1 &
   __sbx_pg=$!
-  [ -n "$__sbx_self" ] || __sbx_mark P "$__sbx_pg"
+  __sbx_mark P "$__sbx_pg"
   wait "$__sbx_pg"
   __sbx_mark E "$?"
+}}
+__sbx_serve() {{
+  exec 3<&0
+  __sbx_rb=
+  trap '__sbx_rb=1' USR1
+  while :; do
+    if [ -n "$__sbx_rb" ]; then
+      __sbx_rb=
+      IFS= read -r __sbx_l <&3 || exit 0
+      eval "$__sbx_l"
+    fi
+    ( IFS= read -r __sbx_l <&3 || {{ kill $$; exit 0; }}
+      exec 3<&- </dev/null 2>&1
+      read -r __sbx_p __sbx_r < /proc/self/stat && __sbx_mark P "$__sbx_p"
+      eval "$__sbx_l"
+    ) &
+    __sbx_pg=$!
+    wait "$__sbx_pg"
+    __sbx_rc=$?
+    [ -z "$__sbx_rb" ] || wait "$__sbx_pg"
+    __sbx_mark E "$__sbx_rc"
+  done
 }}
 __sbx_start=
 if [ -n "$__sbx_self" ] && read -r __sbx_st < /proc/$$/stat; then
@@ -61,7 +93,8 @@ if [ -n "$__sbx_self" ] && read -r __sbx_st < /proc/$$/stat; then
   set --
 fi
 __sbx_dump
-__sbx_mark R "$$ $__sbx_start"
+if [ -n "$__sbx_self" ]; then __sbx_mark R "$$ $__sbx_start serving"; __sbx_serve
+else __sbx_mark R "$$ $__sbx_start"; fi
 """
 
 
@@ -73,9 +106,43 @@ def bootstrap_script(token: str) -> bytes:
     ).encode()
 
 
+SERVING = "serving"
+"""The last word of a serving shell's ready marker."""
+
+REBASE_BYTES = 2048
+"""Statements longer than this are applied to a serving shell's parent once
+(:data:`REBASE_REQUEST`) instead of riding on every command's line: bash reads its
+line a byte at a time."""
+
+REBASE_REQUEST = b"kill -USR1 $$; exit 0\n"
+"""A serving shell's waiting subshell, on reading this, asks its parent to read one
+line of statements before it forks the next subshell (the parent's end marker
+follows)."""
+
+
 def run_line(command: str, workdir: str | None) -> bytes:
-    """The line that runs ``command`` (optionally in ``workdir``) in the session shell."""
+    """The line that runs ``command`` (optionally in ``workdir``) in a shell without
+    ``/proc``, whose parent reads it."""
     return f"__sbx_run {shell_quote(command)} {shell_quote(workdir or '')}\n".encode()
+
+
+def serve_line(statements: list[str], command: str, workdir: str | None) -> bytes:
+    """The one line a serving shell's waiting subshell reads: ``statements`` (from
+    :func:`restore_statements`), then ``command`` (optionally in ``workdir``)."""
+    run = f"__sbx_go {one_line_word(command)} {one_line_word(workdir or '')}"
+    return ("; ".join([*statements, run]) + "\n").encode()
+
+
+def statements_line(statements: list[str]) -> bytes:
+    """``statements`` as the one line a serving shell's parent reads after
+    :data:`REBASE_REQUEST`."""
+    return ("; ".join(statements or [":"]) + "\n").encode()
+
+
+def one_line_word(value: str) -> str:
+    """``value`` as one shell word on one physical line: newlines come from the
+    script's ``$__sbx_nl``, since a waiting subshell reads exactly one line."""
+    return shell_quote(value).replace("\n", "'\"$__sbx_nl\"'")
 
 
 _SHELLS = {
@@ -119,13 +186,22 @@ def restore_lines(
     current: dict[str, str], wanted: dict[str, str], current_cwd: str, wanted_cwd: str
 ) -> bytes:
     """Builtin-only commands that move a parent shell from one state to another."""
+    parts = restore_statements(current, wanted, current_cwd, wanted_cwd)
+    return ("\n".join(parts) + "\n").encode() if parts else b""
+
+
+def restore_statements(
+    current: dict[str, str], wanted: dict[str, str], current_cwd: str, wanted_cwd: str
+) -> list[str]:
+    """Builtin-only statements (each free of newlines) that move a shell from
+    ``current`` to ``wanted``."""
     parts: list[str] = []
     for name in current.keys() - wanted.keys() - SHELL_MANAGED:
         parts.append(f"unset {name}")
     for name, value in wanted.items():
         if name in SHELL_MANAGED or current.get(name) == value:
             continue
-        parts.append(f"export {name}={shell_quote(value)}")
+        parts.append(f"export {name}={one_line_word(value)}")
     if wanted_cwd != current_cwd:
-        parts.append(f"cd -- {shell_quote(wanted_cwd)}")
-    return ("\n".join(parts) + "\n").encode() if parts else b""
+        parts.append(f"cd -- {one_line_word(wanted_cwd)}")
+    return parts

@@ -1,0 +1,131 @@
+"""A serving session shell (``/proc`` present) forks each command's subshell ahead.
+
+Real shells on this machine (bash, dash, busybox ash) behind pipes: what the
+controller writes is recorded, so the tests see what each command costs on the wire.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from environments.backends.local.channel import PipeChannel
+from environments.shell.driver import SessionShell
+from environments.shell.script import REBASE_BYTES, REBASE_REQUEST
+
+SHELLS = {
+    "bash": ["bash", "--noprofile", "--norc", "-s"],
+    "dash": ["dash", "-s"],
+    "busybox": ["busybox", "sh", "-s"],
+}
+
+
+class RecordingChannel(PipeChannel):
+    """A local shell's pipes, keeping every write."""
+
+    writes: list[bytes]
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+        super().write(data)
+
+
+@pytest.fixture(params=sorted(SHELLS))
+def shell(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> Iterator[SessionShell]:
+    argv = SHELLS[request.param]
+    if shutil.which(argv[0]) is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{argv[0]} is missing")
+        pytest.skip(f"{argv[0]} is not installed")
+    channels: list[RecordingChannel] = []
+
+    def open_channel() -> RecordingChannel:
+        channel = RecordingChannel(argv, {"PATH": os.environ["PATH"]}, str(tmp_path))
+        channel.writes = []
+        channels.append(channel)
+        return channel
+
+    session = SessionShell(open_channel, os.killpg, kill_grace=0.5)
+    session.channels = channels  # type: ignore[attr-defined]
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def run(shell: SessionShell, command: str) -> str:
+    result = shell.run(command, timeout=30, output_limit=1 << 20)
+    assert result.exit_code == 0, (command, result)
+    return result.output.text()
+
+
+def writes(shell: SessionShell) -> list[bytes]:
+    channels: list[RecordingChannel] = shell.channels  # type: ignore[attr-defined]
+    assert len(channels) == 1, "the shell was replaced"
+    return channels[0].writes
+
+
+def waiting_subshell(shell: SessionShell) -> psutil.Process:
+    """The subshell the shell forked for its next command (it forks right after a
+    command ends, so it may take a moment to appear)."""
+    assert shell.shell_pid is not None
+    parent = psutil.Process(shell.shell_pid)
+    deadline = time.monotonic() + 30
+    while True:
+        waiting = [p for p in parent.children() if p.cmdline() == parent.cmdline()]
+        if waiting:
+            return waiting[0]
+        assert time.monotonic() < deadline, "no subshell waits for the next command"
+        time.sleep(0.01)  # polling for a fork, which nothing announces
+
+
+def test_state_persists_and_each_line_carries_only_its_command(shell: SessionShell) -> None:
+    run(shell, "cd /tmp && export MODE='two words' LINES2='a\nb'")
+    sent = len(writes(shell))
+    assert run(shell, 'printf "%s|%s|" "$MODE" "$LINES2"; pwd') == "two words|a\nb|/tmp\n"
+    assert run(shell, "echo $((6 * 7))") == "42\n"
+    line = writes(shell)[-1]
+    assert len(writes(shell)) == sent + 2
+    assert line.count(b"\n") == 1 and b"echo $((6 * 7))" in line
+
+
+def test_exit_and_per_call_variables_stay_in_their_subshell(shell: SessionShell) -> None:
+    result = shell.run("exit 3", timeout=30, output_limit=4096)
+    assert result.exit_code == 3
+    once = shell.run('echo "$ONCE"', env={"ONCE": "x"}, timeout=30, output_limit=4096)
+    assert once.output.text() == "x\n"
+    assert run(shell, 'echo "[$ONCE]"') == "[]\n"
+    assert shell.restarts == 0
+
+
+def test_a_large_state_moves_into_the_parent_once(shell: SessionShell) -> None:
+    job = int(run(shell, "sleep 1000 & echo $!"))
+    big = "x" * REBASE_BYTES + "\n'end' \\ $HOME"
+    shell.restore({**shell.env, "BIG": big}, "/tmp")  # as a session continued elsewhere
+    assert run(shell, 'printf %s "$BIG"; pwd') == big + "/tmp\n"
+    for _ in range(3):
+        assert run(shell, 'printf "%s\n" "${#BIG}"') == f"{len(big)}\n"
+    # The parent took the state once; later lines no longer carry it.
+    assert writes(shell).count(REBASE_REQUEST) == 1
+    assert all(len(line) < 200 for line in writes(shell)[-3:])
+    assert shell.restarts == 0
+    assert psutil.Process(job).is_running()  # the shell was moved, not replaced
+    os.kill(job, signal.SIGKILL)
+
+
+def test_a_waiting_subshell_killed_from_outside_loses_no_command(
+    shell: SessionShell, tmp_path: os.PathLike[str]
+) -> None:
+    run(shell, "echo warm")
+    waiting = waiting_subshell(shell)
+    waiting.kill()
+    waiting.wait(timeout=30)
+    assert run(shell, "echo once >> ran.txt; echo done") == "done\n"
+    assert run(shell, "cat ran.txt") == "once\n"
+    assert shell.restarts == 0
