@@ -63,6 +63,15 @@ __sbx_run() {{
   wait "$__sbx_pg"
   __sbx_mark E "$?"
 }}
+__sbx_eof() {{
+  # The control stream ended: end the parent too, unless it is gone already (then its
+  # pid may be another process's by now).
+  read -r __sbx_p __sbx_r < /proc/self/stat
+  __sbx_r=${{__sbx_r##*) }}
+  set -- $__sbx_r
+  [ "$2" != "$$" ] || kill $$
+  exit 0
+}}
 __sbx_serve() {{
   exec 3<&0
   __sbx_rb=
@@ -73,7 +82,7 @@ __sbx_serve() {{
       IFS= read -r __sbx_l <&3 || exit 0
       eval "$__sbx_l"
     fi
-    ( IFS= read -r __sbx_l <&3 || {{ kill $$; exit 0; }}
+    ( IFS= read -r __sbx_l <&3 || __sbx_eof
       exec 3<&- </dev/null 2>&1
       read -r __sbx_p __sbx_r < /proc/self/stat && __sbx_mark P "$__sbx_p"
       eval "$__sbx_l"

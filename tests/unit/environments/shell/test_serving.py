@@ -71,18 +71,27 @@ def writes(shell: SessionShell) -> list[bytes]:
     return channels[0].writes
 
 
-def waiting_subshell(shell: SessionShell) -> psutil.Process:
-    """The subshell the shell forked for its next command (it forks right after a
-    command ends, so it may take a moment to appear)."""
+def waiting_subshell(shell: SessionShell, last: int) -> psutil.Process:
+    """The subshell the shell forked for its next command, after the one (pid ``last``)
+    that ran the last command (it forks when that one ended: it may take a moment)."""
     assert shell.shell_pid is not None
     parent = psutil.Process(shell.shell_pid)
     deadline = time.monotonic() + 30
     while True:
-        waiting = [p for p in parent.children() if p.cmdline() == parent.cmdline()]
+        waiting = [p for p in parent.children() if p.pid != last and _copy_of(p, parent)]
         if waiting:
             return waiting[0]
         assert time.monotonic() < deadline, "no subshell waits for the next command"
         time.sleep(0.01)  # polling for a fork, which nothing announces
+
+
+def _copy_of(p: psutil.Process, parent: psutil.Process) -> bool:
+    """Whether ``p`` runs as a copy of ``parent`` (the subshell that ran the last command
+    may linger a moment as a zombie)."""
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE and p.cmdline() == parent.cmdline()
+    except psutil.Error:
+        return False
 
 
 def test_state_persists_and_each_line_carries_only_its_command(shell: SessionShell) -> None:
@@ -122,8 +131,8 @@ def test_a_large_state_moves_into_the_parent_once(shell: SessionShell) -> None:
 def test_a_waiting_subshell_killed_from_outside_loses_no_command(
     shell: SessionShell, tmp_path: os.PathLike[str]
 ) -> None:
-    run(shell, "echo warm")
-    waiting = waiting_subshell(shell)
+    last = int(run(shell, "read -r pid rest < /proc/self/stat; echo $pid"))
+    waiting = waiting_subshell(shell, last)
     waiting.kill()
     waiting.wait(timeout=30)
     assert run(shell, "echo once >> ran.txt; echo done") == "done\n"
