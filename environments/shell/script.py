@@ -46,14 +46,17 @@ __sbx_nl='
 '
 __sbx_mark() {{ printf '%s%s%s%s%s%s.' "$__sbx_a" "$__sbx_b" "$1" "$2" "$__sbx_a" "$__sbx_b"; }}
 __sbx_dump() {{
-  printf '%s%sS' "$__sbx_a" "$__sbx_b"; export -p; printf '%s%s.' "$__sbx_a" "$__sbx_b"
-  __sbx_mark C "$PWD"
+  # The environment, then (in one write: each write may cost the stream a record) its
+  # end, the cwd and the marker "$1" "$2".
+  printf '%s%sS' "$__sbx_a" "$__sbx_b"; export -p
+  printf '%s%s.%s%sC%s%s%s.%s%s%s%s%s%s.' "$__sbx_a" "$__sbx_b" "$__sbx_a" "$__sbx_b" \
+    "$PWD" "$__sbx_a" "$__sbx_b" "$__sbx_a" "$__sbx_b" "$1" "$2" "$__sbx_a" "$__sbx_b"
 }}
 __sbx_self=
 [ -r /proc/self/stat ] && __sbx_self=1
 __sbx_go() {{
   if [ -n "$2" ]; then cd -- "$2" 2>/dev/null || {{ __sbx_mark W ''; exit 1; }}; fi
-  trap '__sbx_rc=$?; __sbx_dump; __sbx_mark X "$__sbx_rc"' EXIT
+  trap '__sbx_dump X "$?"' EXIT
   eval "$1"
 }}
 __sbx_run() {{
@@ -101,9 +104,8 @@ if [ -n "$__sbx_self" ] && read -r __sbx_st < /proc/$$/stat; then
   __sbx_start=${{20}}
   set --
 fi
-__sbx_dump
-if [ -n "$__sbx_self" ]; then __sbx_mark R "$$ $__sbx_start serving"; __sbx_serve
-else __sbx_mark R "$$ $__sbx_start"; fi
+if [ -n "$__sbx_self" ]; then __sbx_dump R "$$ $__sbx_start serving"; __sbx_serve
+else __sbx_dump R "$$ $__sbx_start"; fi
 """
 
 
