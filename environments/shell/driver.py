@@ -38,6 +38,7 @@ from environments.shell.result import ShellResult
 from environments.shell.script import (
     REBASE_BYTES,
     REBASE_REQUEST,
+    REBASE_STATUS,
     SERVING,
     SHELL_MANAGED,
     bootstrap_script,
@@ -245,14 +246,15 @@ class SessionShell:
         statements = restore_statements(self._shell_env, self.env, self._shell_cwd, self.cwd)
         if sum(len(s) for s in statements) > REBASE_BYTES:
             channel.write(REBASE_REQUEST)
-            self._await_end(channel, scanner)
-            channel.write(statements_line(statements))
-            self._shell_env, self._shell_cwd = dict(self.env), self.cwd
-            statements = []
+            # Only a parent that saw the request's status reads the statements next.
+            if self._await_end(channel, scanner) == str(REBASE_STATUS).encode():
+                channel.write(statements_line(statements))
+                self._shell_env, self._shell_cwd = dict(self.env), self.cwd
+                statements = []
         return serve_line(statements, script, workdir)
 
-    def _await_end(self, channel: Channel, scanner: MarkerScanner) -> None:
-        """Read up to the parent's end marker of a line that runs no command."""
+    def _await_end(self, channel: Channel, scanner: MarkerScanner) -> bytes:
+        """Read up to the parent's end marker of a line that runs no command; its status."""
         deadline = time.monotonic() + self.start_timeout
         taken = False  # a subshell reported its pid: it took the line
         while True:
@@ -268,7 +270,7 @@ class SessionShell:
                 elif event.kind == KIND_END and self._end_pending:
                     self._end_pending = False
                 elif event.kind == KIND_END and taken:
-                    return
+                    return event.payload
 
     def _collect(
         self,

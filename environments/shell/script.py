@@ -77,24 +77,26 @@ __sbx_eof() {{
 }}
 __sbx_serve() {{
   exec 3<&0
-  __sbx_rb=
-  trap '__sbx_rb=1' USR1
+  __sbx_l=
   while :; do
-    if [ -n "$__sbx_rb" ]; then
-      __sbx_rb=
-      IFS= read -r __sbx_l <&3 || exit 0
-      eval "$__sbx_l"
-    fi
-    ( IFS= read -r __sbx_l <&3 || __sbx_eof
+    ( [ -n "$__sbx_l" ] || IFS= read -r __sbx_l <&3 || __sbx_eof
       exec 3<&- </dev/null 2>&1
       read -r __sbx_p __sbx_r < /proc/self/stat && __sbx_mark P "$__sbx_p"
       eval "$__sbx_l"
     ) &
     __sbx_pg=$!
+    __sbx_l=
     wait "$__sbx_pg"
     __sbx_rc=$?
-    [ -z "$__sbx_rb" ] || wait "$__sbx_pg"
     __sbx_mark E "$__sbx_rc"
+    if [ "$__sbx_rc" = {rebase_status} ]; then
+      # The parent reads the next line itself: statements for it, or (when a command
+      # merely exited with this status) a command line for the next subshell.
+      IFS= read -r __sbx_l <&3 || exit 0
+      case $__sbx_l in
+        {rebase_prefix}*) eval "$__sbx_l"; __sbx_l= ;;
+      esac
+    fi
   done
 }}
 __sbx_start=
@@ -113,7 +115,10 @@ def bootstrap_script(token: str) -> bytes:
     """The script that turns a fresh ``sh -s`` into a session shell speaking markers."""
     half = len(token) // 2
     return _TEMPLATE.format(
-        half_a=shell_quote(token[:half]), half_b=shell_quote(token[half:])
+        half_a=shell_quote(token[:half]),
+        half_b=shell_quote(token[half:]),
+        rebase_status=REBASE_STATUS,
+        rebase_prefix=shell_quote(_REBASE_PREFIX),
     ).encode()
 
 
@@ -125,10 +130,19 @@ REBASE_BYTES = 2048
 (:data:`REBASE_REQUEST`) instead of riding on every command's line: bash reads its
 line a byte at a time."""
 
-REBASE_REQUEST = b"kill -USR1 $$; exit 0\n"
-"""A serving shell's waiting subshell, on reading this, asks its parent to read one
-line of statements before it forks the next subshell (the parent's end marker
-follows)."""
+REBASE_STATUS = 213
+"""The exit status with which a serving shell's subshell has the parent read the next
+line itself. A command may exit so too: the parent then finds a command line there,
+not statements, and hands it to the next subshell as usual (no signal is involved,
+so nothing a command sends its shell can cut a read short)."""
+
+REBASE_REQUEST = f"exit {REBASE_STATUS}\n".encode()
+"""A serving shell's waiting subshell, on reading this, has its parent read one line of
+statements (:func:`statements_line`) before it forks the next subshell; the parent's
+end marker, with :data:`REBASE_STATUS`, comes first."""
+
+_REBASE_PREFIX = ": rebase; "
+"""How a line of statements for a serving shell's parent begins."""
 
 
 def run_line(command: str, workdir: str | None) -> bytes:
@@ -147,7 +161,7 @@ def serve_line(statements: list[str], command: str, workdir: str | None) -> byte
 def statements_line(statements: list[str]) -> bytes:
     """``statements`` as the one line a serving shell's parent reads after
     :data:`REBASE_REQUEST`."""
-    return ("; ".join(statements or [":"]) + "\n").encode()
+    return (_REBASE_PREFIX + "; ".join(statements or [":"]) + "\n").encode()
 
 
 def one_line_word(value: str) -> str:

@@ -17,7 +17,7 @@ import pytest
 
 from environments.backends.local.channel import PipeChannel
 from environments.shell.driver import SessionShell
-from environments.shell.script import REBASE_BYTES, REBASE_REQUEST
+from environments.shell.script import REBASE_BYTES, REBASE_REQUEST, REBASE_STATUS
 
 SHELLS = {
     "bash": ["bash", "--noprofile", "--norc", "-s"],
@@ -138,3 +138,20 @@ def test_a_waiting_subshell_killed_from_outside_loses_no_command(
     assert run(shell, "echo once >> ran.txt; echo done") == "done\n"
     assert run(shell, "cat ran.txt") == "once\n"
     assert shell.restarts == 0
+
+
+def test_a_command_exiting_with_the_rebase_status_loses_nothing(shell: SessionShell) -> None:
+    # The parent reads the next line itself then: a command line, which still runs once.
+    command = f"export KEPT=1; mkdir d; cd d; exit {REBASE_STATUS}"
+    assert shell.run(command, timeout=30, output_limit=4096).exit_code == REBASE_STATUS
+    assert run(shell, "echo once >> ran.txt; echo ran") == "ran\n"
+    assert run(shell, 'echo "$KEPT"; basename "$PWD"; cat ran.txt') == "1\nd\nonce\n"
+    assert shell.restarts == 0
+
+
+def test_a_command_signalling_its_shell_loses_no_state(shell: SessionShell) -> None:
+    # Its parent ends (as with any kill of the shell); the next call runs in a new one.
+    parent = "read -r p c s parent rest < /proc/self/stat; "
+    assert run(shell, f'export KEPT=1; cd /tmp; {parent} kill -USR1 "$parent"; echo x') == "x\n"
+    assert run(shell, 'echo "$KEPT"; pwd') == "1\n/tmp\n"
+    assert shell.restarts == 1
