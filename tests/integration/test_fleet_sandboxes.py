@@ -36,19 +36,26 @@ def holder(fleet: Fleet, session_id: str) -> int:
     return fleet.index_of(int(str(worker_id).rpartition(":")[2]))
 
 
+@pytest.fixture
+def docker_api(docker_client_ready: Any) -> Iterator[Any]:
+    """The engine's API; the containers of this module's sessions (``fl-...``) are removed
+    after the test (killed workers leave theirs running)."""
+    api = docker_client_ready.api
+    yield api
+    for c in api.containers(all=True, filters={"label": ["sbx=1"]}):
+        if str(c["Labels"].get("sbx.session", "")).startswith("fl-"):
+            api.remove_container(c["Id"], force=True)
+
+
 @pytest.fixture(params=["docker", "ssh"])
 def remote_fleet(request: pytest.FixtureRequest, fleet_of: Any) -> Iterator[Fleet]:
     """Three workers serving sessions in docker containers on one engine, or on one host
     over ssh."""
     if request.param == "docker":
-        client = request.getfixturevalue("docker_client_ready")
+        request.getfixturevalue("docker_api")
         env = {"SBX_BACKEND": "docker", "SBX_DOCKER_IMAGE": DOCKER_IMAGES["busybox"]}
         fleet: Fleet = fleet_of(3, **env, **FAST)
         yield fleet
-        api = client.api
-        for c in api.containers(all=True, filters={"label": ["sbx=1"]}):
-            if str(c["Labels"].get("sbx.session", "")).startswith("fl-"):
-                api.remove_container(c["Id"], force=True)
         return
     server: SSHServer = request.getfixturevalue("sshd_server")
     env = {
@@ -97,9 +104,7 @@ def test_a_background_process_outlives_its_worker_and_gets_its_receipt(
     assert "done" in receipt.output
 
 
-def test_reapers_leave_a_leased_sandbox_alone(
-    docker_client_ready: Any, fleet_of: Any
-) -> None:
+def test_reapers_leave_a_leased_sandbox_alone(docker_api: Any, fleet_of: Any) -> None:
     """Every worker sweeps orphans every half second with a one-second idle limit: a
     real orphan goes, the sandbox of a session a present worker serves stays."""
     fleet: Fleet = fleet_of(
@@ -110,7 +115,7 @@ def test_reapers_leave_a_leased_sandbox_alone(
         SBX_ORPHAN_SWEEP_INTERVAL="0.5",
         **FAST,
     )
-    api = docker_client_ready.api
+    api = docker_api
     session = "fl-leased-" + secrets.token_hex(3)
     client = fleet.client(session)
     assert run(client, "echo hi > /tmp/mine")["exit_code"] == 0
@@ -134,12 +139,12 @@ def test_reapers_leave_a_leased_sandbox_alone(
 
 
 def test_a_dead_workers_foreground_command_is_ended_by_another_workers_reaper(
-    docker_client_ready: Any, fleet_of: Any
+    docker_api: Any, fleet_of: Any
 ) -> None:
     fleet: Fleet = fleet_of(
         3, SBX_BACKEND="docker", SBX_DOCKER_IMAGE=DOCKER_IMAGES["busybox"], **FAST
     )
-    api = docker_client_ready.api
+    api = docker_api
     session = "fl-stale-" + secrets.token_hex(3)
     client = fleet.client(session)
     assert run(client, "true")["exit_code"] == 0

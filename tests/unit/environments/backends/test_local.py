@@ -277,12 +277,20 @@ def test_cancel_kills_the_tree_and_reports_130(
     assert host_env.exec("echo usable").output == "usable\n"
 
 
-def test_killed_shell_with_a_lingering_job_is_replaced(env: LocalEnvironment) -> None:
+def test_killed_shell_with_a_lingering_job_is_replaced(
+    env: LocalEnvironment, tmp_path: Path
+) -> None:
     env.exec("export KEEP=2")
-    assert env.exec("sleep 1000 >/dev/null 2>&1 & echo started").output == "started\n"
-    env.exec("kill -9 $$")
-    r = env.exec('echo "$KEEP"', timeout=30)
-    assert (r.output, r.exit_code, r.shell_restarted) == ("2\n", 0, True)
+    # The job lingers until the test ends (then the file goes, and so does the job).
+    (tmp_path / "alive").touch()
+    job = "while [ -e alive ]; do sleep 0.2; done >/dev/null 2>&1 & echo started"
+    try:
+        assert env.exec(job).output == "started\n"
+        env.exec("kill -9 $$")
+        r = env.exec('echo "$KEEP"', timeout=30)
+        assert (r.output, r.exit_code, r.shell_restarted) == ("2\n", 0, True)
+    finally:
+        (tmp_path / "alive").unlink()
 
 
 def test_a_resting_session_keeps_its_state_in_a_new_shell(tmp_path: Path) -> None:
