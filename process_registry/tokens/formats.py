@@ -28,9 +28,14 @@ class InvalidSessionId(Invalid):
     """A session id that is empty, too long or has characters outside ``[A-Za-z0-9._:@-]``."""
 
 
+def is_session_id(value: object) -> bool:
+    """Whether ``value`` is a well-formed session id."""
+    return isinstance(value, str) and _SESSION_ID.match(value) is not None
+
+
 def validate_session_id(session_id: str) -> str:
     """Return ``session_id`` if it is well formed, else raise :class:`InvalidSessionId`."""
-    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+    if not is_session_id(session_id):
         raise InvalidSessionId(
             "session id must be 1-128 characters of letters, digits and . _ : @ - "
             "(starting with a letter or digit)"

@@ -24,6 +24,7 @@ from typing import Any
 
 import redis
 
+from worker.protocol.revocations import SEEDED_KEY, epoch_key, parse_epoch
 from worker.protocol.streams import Piece, stream_key
 
 log = logging.getLogger(__name__)
@@ -60,26 +61,33 @@ def answer_key(call_id: str) -> str:
     return f"sbx:call:{call_id}:answer"
 
 
-# Claim, first heartbeat and running-set entry in one round trip.
-# Returns 1 when claimed, 0 when claimed before, 2 when claimed but cancelled before it ran.
+# Claim, first heartbeat and running-set entry in one round trip; with KEYS[7] and
+# KEYS[8] (the session's revocation epoch and the ledger's seeded mark) also their values,
+# which the caller's proof is checked against next. Returns {status, epoch, seeded}:
+# status 1 when claimed, 0 when claimed before, 2 when claimed but cancelled before it ran.
 # A claim handed to this worker (value "handoff:<worker>") is taken over like a new one.
 _CLAIM_SCRIPT = """
+local function answer(status)
+  if #KEYS < 8 then return {status, '', ''} end
+  local e = redis.call('MGET', KEYS[7], KEYS[8])
+  return {status, e[1] or '', e[2] or ''}
+end
 if redis.call('EXISTS', KEYS[5]) == 1 then
-  return 0
+  return answer(0)
 end
 local fresh = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2])
 if not fresh then
-  if redis.call('GET', KEYS[1]) ~= 'handoff:' .. ARGV[1] then return 0 end
+  if redis.call('GET', KEYS[1]) ~= 'handoff:' .. ARGV[1] then return answer(0) end
   redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 end
 -- A heartbeat either way: a cancelled call is alive until its "cancelled" result is in.
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  return 2
+  return answer(2)
 end
 redis.call('HSET', KEYS[3], ARGV[4], ARGV[1])
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[6], ARGV[4], ARGV[5]) end
-return 1
+return answer(1)
 """
 
 # Hand a claimed call to another worker: it claims it when it takes the message, and
@@ -126,6 +134,22 @@ class CallLedger:
     def claim(self, call_id: str, worker_id: str, session_id: str = "") -> int:
         """Claim ``call_id`` for this worker: :data:`CLAIMED`, :data:`DUPLICATE` (someone
         claimed it before) or :data:`CANCELLED` (claimed now, but cancelled while queued)."""
+        return self._claim_call(call_id, worker_id, session_id, [])[0]
+
+    def claim_reading_epoch(
+        self, call_id: str, worker_id: str, session_id: str
+    ) -> tuple[int, int | None]:
+        """:meth:`claim`, and in the same round trip ``session_id``'s revocation epoch
+        (``worker.protocol.revocations``; None when the ledger was not seeded, so the
+        epoch must be read the long way). ``session_id`` must be a valid session id."""
+        status, epoch, seeded = self._claim_call(
+            call_id, worker_id, session_id, [epoch_key(session_id), SEEDED_KEY]
+        )
+        return status, (parse_epoch(epoch) if seeded else None)
+
+    def _claim_call(
+        self, call_id: str, worker_id: str, session_id: str, epoch_keys: list[str]
+    ) -> tuple[int, str, str]:
         keys = [
             claim_key(call_id),
             heartbeat_key(call_id),
@@ -133,11 +157,13 @@ class CallLedger:
             cancel_key(call_id),
             delivered_key(call_id),  # answered already (e.g. lost): never run it now
             SESSIONS_KEY,
+            *epoch_keys,
         ]
         args: list[str | int] = [
             worker_id, self.claim_ttl, self.lost_after_ms, call_id, session_id
         ]
-        return int(self._claim(keys=keys, args=args))
+        status, epoch, seeded = self._claim(keys=keys, args=args)
+        return int(status), _s(epoch), _s(seeded)
 
     def deliver(self, call_id: str, result: str) -> bool:
         """Put ``result`` in the call's mailbox unless a result was delivered before.

@@ -8,7 +8,8 @@ minted after carry the new epoch. The epoch is kept in the ledger
 ``$SBX_HOME/sessions/revoked/<id>`` so that a restart of the embedded ledger,
 which keeps nothing on disk, does not bring revoked tokens back: a ledger
 without the ``sbx:sessions:seeded`` mark (new, or emptied by a restart) is
-seeded from the mirror before its answer counts. A check is one round trip.
+seeded from the mirror before its answer counts. A check is one round trip (for a tool
+call, the round trip that claims it: ``CallLedger.claim_reading_epoch``).
 """
 
 from __future__ import annotations
@@ -79,8 +80,13 @@ def read_epoch(client: redis.Redis, session_id: str, home: Path | None = None) -
     if raw[1] is None:
         _seed(client, home)
         raw = client.mget([epoch_key(session_id), SEEDED_KEY])
+    return parse_epoch(raw[0])
+
+
+def parse_epoch(raw: Any) -> int:
+    """The epoch a ledger value of :func:`epoch_key` holds (0: none, or not a number)."""
     try:
-        return int(raw[0] or 0)
+        return int(raw or 0)
     except ValueError:
         return 0
 

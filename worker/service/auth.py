@@ -72,7 +72,9 @@ def caller_scope(task_id: str | None) -> Iterator[CallerScope]:
         _scope.reset(reset)
 
 
-def _epoch(runtime: WorkerRuntime, session_id: str) -> int:
+def _epoch(runtime: WorkerRuntime, session_id: str, known: int | None = None) -> int:
+    if known is not None:
+        return known
     try:
         return read_epoch(runtime.ledger.client, session_id, runtime.settings.home)
     except redis.RedisError:
@@ -82,12 +84,18 @@ def _epoch(runtime: WorkerRuntime, session_id: str) -> int:
 
 
 def session_token_of(
-    runtime: WorkerRuntime, kind: str, message: BaseModel, session_id: str, proof: CallProof | None
+    runtime: WorkerRuntime,
+    kind: str,
+    message: BaseModel,
+    session_id: str,
+    proof: CallProof | None,
+    epoch: int | None = None,
 ) -> str:
     """The session token ``proof`` was made with, if it is valid now; else :class:`CallerDenied`.
 
     Valid: a key in the keyring, not expired, not revoked (the session's
-    epoch), made within the claim window, and its MAC over ``message`` matches.
+    epoch: ``epoch`` when the caller read it from the ledger just now, else read
+    here), made within the claim window, and its MAC over ``message`` matches.
     """
     try:
         validate_session_id(session_id)
@@ -105,12 +113,12 @@ def session_token_of(
         # The epoch is read only for a token that matches: a v1 token dies with revocation.
         match = next((t for t in signer.candidates(session_id, info) if
                       proof_matches(t, proof, body)), None)  # fmt: skip
-        if match is not None and _epoch(runtime, session_id) == 0:
+        if match is not None and _epoch(runtime, session_id, epoch) == 0:
             return match
         raise CallerDenied(AUTH_FAILED)
     if signer.keyring.get(info.kid) is None or info.expires <= now:
         raise CallerDenied(AUTH_FAILED)
-    for token in signer.candidates(session_id, info, _epoch(runtime, session_id)):
+    for token in signer.candidates(session_id, info, _epoch(runtime, session_id, epoch)):
         if proof_matches(token, proof, body):
             return token
     raise CallerDenied(AUTH_FAILED)
@@ -123,16 +131,18 @@ def authenticate(
     session_id: str,
     proof: CallProof | None,
     call_id: str,
+    epoch: int | None = None,
 ) -> str:
     """Verify the caller of the task in scope; its session token (also kept to seal the answer).
 
-    Raises :class:`CallerDenied` for a bad proof, and for a message naming
+    ``epoch``: the session's revocation epoch, when the caller read it from the ledger
+    just now. Raises :class:`CallerDenied` for a bad proof, and for a message naming
     another call id than the task it arrived as.
     """
     scope = _scope.get()
     if scope is not None and scope.task_id is not None and scope.task_id != call_id:
         raise CallerDenied(AUTH_FAILED)
-    token = session_token_of(runtime, kind, message, session_id, proof)
+    token = session_token_of(runtime, kind, message, session_id, proof, epoch)
     if scope is not None:
         scope.token = token
     return token

@@ -96,14 +96,29 @@ def _limits_error(message: ToolCallMessage, runtime: WorkerRuntime) -> str | Non
 
 def prepare_call(raw: Any, runtime: WorkerRuntime) -> ToolCallMessage | str:
     """The verified call message of ``raw``, or the error result that answers it."""
+    message = parse_call(raw)
+    return message if isinstance(message, str) else verify_call(message, runtime)
+
+
+def parse_call(raw: Any) -> ToolCallMessage | str:
+    """``raw`` as a call message (not verified yet), or the ``invalid`` result answering it."""
     try:
-        message = ToolCallMessage.model_validate(raw)
+        return ToolCallMessage.model_validate(raw)
     except ValidationError as exc:
         return tool_error(f"malformed call message: {exc.error_count()} problem(s): "
                           + "; ".join(e["msg"] for e in exc.errors(include_url=False)),
                           status="invalid")  # fmt: skip
+
+
+def verify_call(
+    message: ToolCallMessage, runtime: WorkerRuntime, epoch: int | None = None
+) -> ToolCallMessage | str:
+    """``message`` once its caller is verified (``epoch``: its session's revocation epoch,
+    when read from the ledger just now) and it is within the operator's limits; else the
+    error result that answers it."""
     try:
-        authenticate(runtime, "call", message, message.session_id, message.proof, message.call_id)
+        authenticate(runtime, "call", message, message.session_id, message.proof,
+                     message.call_id, epoch)  # fmt: skip
         check_backend_allowed(
             runtime.settings, canonical_name(message.backend or runtime.settings.backend)
         )

@@ -12,6 +12,7 @@ import redis
 from celery import Celery, Task
 from celery.exceptions import Ignore
 
+from process_registry.tokens.formats import is_session_id
 from registry.context import Cancellation
 from registry.core import registry
 from registry.results import tool_error
@@ -21,7 +22,13 @@ from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK, TOOL
 from worker.service.approvals import execute_approval
 from worker.service.auth import CallerScope, caller_scope
 from worker.service.call_observers import notify_answered
-from worker.service.calls import cancelled_before_start, prepare_call, run_call, uses_session
+from worker.service.calls import (
+    cancelled_before_start,
+    parse_call,
+    run_call,
+    uses_session,
+    verify_call,
+)
 from worker.service.dispatcher import Busy
 from worker.service.exposition import execute_tools_request
 from worker.service.runtime import WorkerRuntime, runtime
@@ -92,12 +99,17 @@ def _run_claimed(
     call_id: str, message: Any, svc: WorkerRuntime, caller: CallerScope
 ) -> str | None:
     ledger = svc.ledger
-    prepared = prepare_call(message, svc)
-    session_id = "" if isinstance(prepared, str) else prepared.session_id
-    claim = ledger.claim(call_id, svc.worker_id, session_id)
+    parsed = parse_call(message)
+    session_id = "" if isinstance(parsed, str) else parsed.session_id
+    if is_session_id(session_id):
+        # The claim's round trip also reads the epoch the caller's proof is checked against.
+        claim, epoch = ledger.claim_reading_epoch(call_id, svc.worker_id, session_id)
+    else:
+        claim, epoch = ledger.claim(call_id, svc.worker_id, session_id), None
     if claim == DUPLICATE:
         # A redelivery: the first delivery runs (or ran) it and delivers the result.
         raise Ignore()
+    prepared = parsed if isinstance(parsed, str) else verify_call(parsed, svc, epoch)
     if claim == CANCELLED:
         result = cancelled_before_start(call_id)
         deliver_result(ledger, call_id, result, caller.seal)
