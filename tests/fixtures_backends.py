@@ -35,7 +35,11 @@ Factory = Callable[[str], Environment]
 REPO = Path(__file__).resolve().parent.parent
 FAKES = REPO / "tests" / "fakes"
 KILL_GRACE = 0.5
-DOCKER_IMAGES = {"busybox": "sbx-test-busybox:latest", "bash": "sbx-test-bash:latest"}
+DOCKER_IMAGES = {
+    "busybox": "sbx-test-busybox:latest",
+    "bash": "sbx-test-bash:latest",
+    "python": "sbx-test-python:latest",
+}
 
 
 def unavailable(reason: str) -> None:
@@ -147,6 +151,14 @@ def docker_factory(docker_client_ready: object) -> Iterator[Factory]:
 def docker_bash_factory(docker_client_ready: object) -> Iterator[Factory]:
     """Containers of the image that also has bash (the session shell is bash there)."""
     tracker = make_docker_factory(docker_client_ready, DOCKER_IMAGES["bash"])
+    yield tracker
+    tracker.close_all()
+
+
+@pytest.fixture
+def docker_python_factory(docker_client_ready: object) -> Iterator[Factory]:
+    """Containers of the busybox image with python3 (which pty processes need)."""
+    tracker = make_docker_factory(docker_client_ready, DOCKER_IMAGES["python"])
     yield tracker
     tracker.close_all()
 

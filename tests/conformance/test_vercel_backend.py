@@ -146,12 +146,3 @@ def test_live_vercel_conformance(check: str) -> None:
     finally:
         for env in made:
             env.close()
-
-
-def test_pty_is_refused_as_unsupported(vercel_factory: Factory) -> None:
-    from environments.errors import Unsupported
-
-    env = vercel_factory("vc-pty")
-    assert VercelEnvironment.supports_pty is False
-    with pytest.raises(Unsupported, match="not supported"):
-        env.spawn_on_pty("top", output_path="/tmp/o", status_path="/tmp/s")

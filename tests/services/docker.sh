@@ -7,6 +7,7 @@
 # busybox-static -- no registry can be reached, so nothing is pulled:
 #   sbx-test-busybox:latest  only busybox sh and applets, /etc/passwd with nobody
 #   sbx-test-bash:latest     the same plus bash (static-ish copy of the host's bash + libs)
+#   sbx-test-python:latest   busybox plus the host's python3 (the modules the pty relay needs)
 # Exits non-zero (with a reason) when the engine cannot be brought up.
 set -eu
 
@@ -100,4 +101,35 @@ if [ "${SBX_REBUILD_IMAGES:-}" = 1 ] || ! image_exists sbx-test-bash:latest; the
     rm -rf "$tmp"
 fi
 
-echo "docker.sh: engine up at $SOCK; images sbx-test-busybox:latest sbx-test-bash:latest"
+if [ "${SBX_REBUILD_IMAGES:-}" = 1 ] || ! image_exists sbx-test-python:latest; then
+    # busybox plus the host's python3 with just the modules the pty relay imports (and
+    # what the interpreter loads at start): enough for `python3 -I -c RELAY`.
+    tmp=$(mktemp -d)
+    build_rootfs "$tmp"
+    # Debian's interpreter (a pyenv or venv python3 first on PATH may be a shim script).
+    py=$(readlink -f /usr/bin/python3 2>/dev/null || true)
+    [ -x "$py" ] || py=$(readlink -f "$(command -v python3)")
+    mkdir -p "$tmp/usr/bin"
+    cp "$py" "$tmp/usr/bin/python3"
+    for lib in $(ldd "$py" | awk '/\//{for(i=1;i<=NF;i++) if ($i ~ /^\//) print $i}'); do
+        mkdir -p "$tmp$(dirname "$lib")"
+        cp -L "$lib" "$tmp$lib"
+    done
+    "$py" -I -c '
+import errno, fcntl, os, select, signal, stat, sys, termios, encodings
+for m in list(sys.modules.values()):
+    f = getattr(m, "__file__", None)
+    if f: print(f)
+print(os.path.dirname(encodings.__file__))
+' | while read -r f; do
+        mkdir -p "$tmp$(dirname "$f")"
+        cp -r "$f" "$tmp$f"
+    done
+    tar -C "$tmp" -cf - . | docker import \
+        --change 'ENV PATH=/usr/bin:/bin' --change 'WORKDIR /workspace' --change 'CMD ["sh"]' \
+        - sbx-test-python:latest >/dev/null
+    rm -rf "$tmp"
+fi
+
+echo "docker.sh: engine up at $SOCK; images sbx-test-busybox:latest sbx-test-bash:latest" \
+    "sbx-test-python:latest"

@@ -36,6 +36,7 @@ from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import SandboxShellEnvironment
 from environments.shell.framing import shell_quote
+from environments.shell.pty_helper import HelperPtyOps
 from environments.shell.result import ShellResult
 
 _RESTARTED_NOTE = (
@@ -60,7 +61,7 @@ exit "$rc"
 """
 
 
-class DaytonaEnvironment(scripts.HelperOps, SandboxShellEnvironment):
+class DaytonaEnvironment(HelperPtyOps, SandboxShellEnvironment):
     """One Daytona sandbox per session; see the module docstring."""
 
     backend = "daytona"

@@ -35,13 +35,14 @@ from environments.errors import BackendUnavailable, SandboxDead, SandboxError
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import SandboxShellEnvironment
+from environments.shell.pty_helper import HelperPtyOps
 from environments.shell.script import start_script, started_shell_pid
 
 # The container's main process only keeps it alive; docker-init (init=True) reaps orphans.
 _KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600; done"]
 
 
-class DockerEnvironment(scripts.HelperOps, SandboxShellEnvironment):
+class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
     """One container per session; see the module docstring."""
 
     backend = "docker"

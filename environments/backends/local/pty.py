@@ -33,82 +33,16 @@ import stat
 import subprocess
 from collections.abc import Callable
 
-_RELAY = r"""
-import fcntl, os, select, signal, sys, termios
-out_path, status_path, in_path, cmd, ready = sys.argv[1:6]
-for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGTTOU):
-    signal.signal(s, signal.SIG_IGN)
-master, slave = os.openpty()
-fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-os.mkfifo(in_path, 0o600)
-fifo = os.open(in_path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-out = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-pid = os.fork()
-if pid == 0:
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGTTOU):
-        signal.signal(s, signal.SIG_DFL)
-    for fd in (0, 1, 2):
-        os.dup2(slave, fd)
-    os.closerange(3, 65536)
-    os.execv("/bin/sh", ["sh", "-c", cmd])
-os.close(slave)
-os.write(int(ready), b".")
-os.close(int(ready))
-code = None
-open_master = True
-while open_master:
-    try:
-        ready, _, _ = select.select([master, fifo], [], [])
-    except InterruptedError:
-        continue
-    if fifo in ready:
-        try:
-            data = os.read(fifo, 65536)
-        except BlockingIOError:
-            data = b""
-        if data:
-            try:
-                os.write(master, data)
-            except OSError:
-                pass
-    if master in ready:
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            data = b""
-        if data:
-            os.write(out, data)
-        else:
-            open_master = False
-_, st = os.waitpid(pid, 0)
-code = os.waitstatus_to_exitcode(st)
-code = code if code >= 0 else 128 - code
-try:
-    os.unlink(in_path)
-except OSError:
-    pass
-tmp = status_path + ".tmp"
-with open(tmp, "w") as f:
-    f.write(str(code))
-os.replace(tmp, status_path)
-"""
+from environments.pty_relay import RELAY, InputUnavailable, input_path_for
 
-
-class InputUnavailable(OSError):
-    """The process takes no input now (it has ended, or it was not started on a pty)."""
-
-
-def input_path_for(output_path: str) -> str:
-    """Where the input FIFO of the process whose output goes to ``output_path`` lives."""
-    base = output_path[: -len(".out")] if output_path.endswith(".out") else output_path
-    return base + ".in"
+__all__ = ["InputUnavailable", "input_path_for", "relay_command", "start_relay", "write_input"]
 
 
 def relay_command(python: str, command: str, output_path: str, status_path: str, ready: int
                   ) -> list[str]:  # fmt: skip
     """The relay's command line: ``python`` runs it (stdlib only, isolated mode)."""
     in_path = input_path_for(output_path)
-    return [python, "-I", "-c", _RELAY, output_path, status_path, in_path, command, str(ready)]
+    return [python, "-I", "-c", RELAY, output_path, status_path, in_path, command, str(ready)]
 
 
 def start_relay(argv_for: Callable[[int], list[str]], *, cwd: str, env: dict[str, str]) -> int:

@@ -38,6 +38,7 @@ from environments.errors import (
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import SandboxShellEnvironment
+from environments.shell.pty_helper import HelperPtyOps
 from environments.shell.script import start_script, started_shell_pid
 
 from . import sdk
@@ -48,7 +49,7 @@ _HELPER_TIMEOUT = 120.0
 T = TypeVar("T")
 
 
-class ModalEnvironment(scripts.HelperOps, SandboxShellEnvironment):
+class ModalEnvironment(HelperPtyOps, SandboxShellEnvironment):
     """One Modal Sandbox per session; see the module docstring."""
 
     backend = "modal"

@@ -36,6 +36,7 @@ from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
 from environments.shell.framing import shell_quote
+from environments.shell.pty_helper import HelperPtyOps
 from environments.shell.script import start_script, started_shell_pid
 
 
@@ -104,7 +105,7 @@ async def _connect(config: SSHConfig, key: ConnectionKey) -> asyncssh.SSHClientC
         raise SandboxDead(f"cannot connect to {key.host}:{key.port}: {exc}") from exc
 
 
-class SSHEnvironment(scripts.HelperOps, ShellEnvironment):
+class SSHEnvironment(HelperPtyOps, ShellEnvironment):
     """One session shell on a remote host; see the module docstring."""
 
     backend = "ssh"

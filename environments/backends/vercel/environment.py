@@ -25,7 +25,6 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from typing import ClassVar
 
 from environments.base import ExecResult
 from environments.config import BackendConfig, config_of
@@ -33,6 +32,7 @@ from environments.errors import SandboxDead, SandboxError, SandboxNotFound
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
+from environments.shell.pty_helper import HelperPtyOps
 from environments.shell.result import ShellResult
 
 from .channel import VercelShellChannel, launch_args
@@ -61,13 +61,11 @@ def _worker_label() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class VercelEnvironment(scripts.HelperOps, ShellEnvironment):
+class VercelEnvironment(HelperPtyOps, ShellEnvironment):
     """One Vercel Sandbox per session; see the module docstring."""
 
     backend = "vercel_sandbox"
     config_model = VercelConfig
-    supports_pty: ClassVar[bool] = False
-    """The SDK's pty is a WebSocket held by this worker; background processes must outlive it."""
 
     def __init__(self, session_id: str, config: BackendConfig | None = None) -> None:
         super().__init__(session_id)
