@@ -62,3 +62,16 @@ def test_modal_commands_are_checked_by_the_approval_policy(
     # What the session shell was sent: the harmless command, never the refused ones.
     sent = fake_modal.stdin_sent()
     assert b"is only text" in sent and b"/workspace/data" not in sent
+
+
+def test_modal_pty_through_worker(modal_client: SandboxClient) -> None:
+    # Background: typed into through the process tool, its output and status kept.
+    p = modal_client.start('read line; echo "got:$line"; test -t 0 && echo tty', pty=True)
+    assert modal_client.write(p.process_id, "hello\n").bytes_written == 6
+    done = modal_client.wait(p.process_id, timeout=60)
+    assert (done.status, done.exit_code) == ("exited", 0)
+    out = modal_client.logs(p.process_id).text
+    assert "got:hello" in out and "tty" in out
+    # Foreground: the command's stdout is a terminal.
+    r = run(modal_client, "test -t 1 && echo on-a-tty", pty=True)
+    assert (r["output"], r["exit_code"]) == ("on-a-tty\r\n", 0)
