@@ -79,9 +79,14 @@ __sbx_serve() {{
   exec 3<&0
   __sbx_l=
   while :; do
-    ( [ -n "$__sbx_l" ] || IFS= read -r __sbx_l <&3 || __sbx_eof
-      exec 3<&- </dev/null 2>&1
-      read -r __sbx_p __sbx_r < /proc/self/stat && __sbx_mark P "$__sbx_p"
+    ( # Ahead of the line, what does not depend on it: stdin and stderr, the own pid,
+      # and (bash sets up its handlers at a subshell's first EXIT trap) a trap.
+      exec </dev/null 2>&1
+      trap : EXIT
+      read -r __sbx_p __sbx_r < /proc/self/stat
+      [ -n "$__sbx_l" ] || IFS= read -r __sbx_l <&3 || __sbx_eof
+      exec 3<&-
+      __sbx_mark P "$__sbx_p"
       eval "$__sbx_l"
     ) &
     __sbx_pg=$!
