@@ -16,7 +16,12 @@ from collections.abc import Callable
 from environments.base import OUTPUT_ALIGN, HeadTrim, ShellIdentity, SpawnedProcess
 from environments.errors import SandboxDead, SandboxError, WorkdirNotFound
 from environments.shell.driver import SessionShell
-from environments.shell.framing import shell_quote
+from environments.shell.helper_answers import (
+    exports,
+    parse_kill_output,
+    parse_spawn_output,
+    parse_stat,
+)
 
 _STAT_ATTEMPTS = 3
 """Times a pid's state is asked before an answer that is neither alive nor gone raises."""
@@ -186,31 +191,6 @@ FILE_ERRORS: dict[int, type[OSError]] = {
 }
 
 
-def exports(env: dict[str, str]) -> str:
-    """``export NAME='value'`` lines for :data:`SPAWN`'s EXPORTS argument."""
-    return "\n".join(f"export {k}={shell_quote(v)}" for k, v in env.items())
-
-
-def parse_stat(line: str) -> tuple[str, int, int] | None:
-    """``(state, pgid, start_time)`` from a ``/proc/<pid>/stat`` line, ``None`` if malformed."""
-    rest = line[line.rfind(")") + 2 :].split()
-    try:
-        return rest[0], int(rest[2]), int(rest[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def parse_kill_output(text: str) -> tuple[set[int], set[int]]:
-    """``(every pid considered, live pids signalled)`` from a :data:`KILL_TREE` run."""
-    seen: set[int] = set()
-    alive: set[int] = set()
-    for line in text.splitlines():
-        for prefix, into in (("sbx-pids", seen), ("sbx-alive", alive)):
-            if line.startswith(prefix):
-                into.update(int(p) for p in line[len(prefix) :].split() if p.isdigit())
-    return seen, alive
-
-
 def kill_tree(
     helper: Callable[[str, list[str]], tuple[int, bytes]],
     memory: dict[int, set[int]],
@@ -230,25 +210,6 @@ def kill_tree(
     known.update(seen)
     if not alive:
         raise ProcessLookupError(f"no process of group {pgid} is alive")
-
-
-def parse_spawn_output(text: str) -> tuple[int, int, int | None] | None:
-    """``(pid, pgid, start_time)`` from :data:`SPAWN` output, ``None`` if it did not start."""
-    pid: int | None = None
-    mode = ""
-    stat: tuple[str, int, int] | None = None
-    for line in text.splitlines():
-        if line.startswith("sbx-spawn "):
-            parts = line.split()
-            if len(parts) == 3 and parts[2].isdigit():
-                mode, pid = parts[1], int(parts[2])
-        elif line.startswith("sbx-stat "):
-            stat = parse_stat(line[len("sbx-stat ") :])
-    if pid is None:
-        return None
-    # With setsid the process leads its own group; otherwise trust what /proc said.
-    pgid = pid if mode == "setsid" or stat is None else stat[1]
-    return pid, pgid, stat[2] if stat else None
 
 
 class HelperOps:
@@ -280,18 +241,31 @@ class HelperOps:
         workdir: str | None = None,
         env: dict[str, str] | None = None,
     ) -> SpawnedProcess:
-        if not self.shell.alive and not self.shell.cwd:
-            self.shell.start()  # the session's cwd and environment are the defaults
-        run_env = {**self.shell.env, **(env or {})}
-        cwd = workdir or self.shell.cwd
+        run_env, cwd = self._spawn_context(workdir, env)
         code, out = self._helper(SPAWN, [cwd, command, output_path, status_path, exports(run_env)])
+        return self._spawned(code, out, cwd, output_path, status_path, "background process")
+
+    def _spawn_context(
+        self, workdir: str | None, env: dict[str, str] | None
+    ) -> tuple[dict[str, str], str]:
+        """A spawned process's environment and cwd: the session's (its shell started for
+        them when it has not run yet) unless overridden."""
+        if not self.shell.alive and not self.shell.cwd:
+            self.shell.start()
+        return {**self.shell.env, **(env or {})}, workdir or self.shell.cwd
+
+    def _spawned(
+        self, code: int, out: bytes, cwd: str, output_path: str, status_path: str, what: str
+    ) -> SpawnedProcess:
+        """The process a spawn script named; ``WorkdirNotFound`` (44), ``PermissionError``
+        (45) and ``SandboxError`` (none named)."""
         if code == 44:
             raise WorkdirNotFound(f"workdir does not exist: {cwd} (nothing was run)")
         if code == 45:
             raise PermissionError(f"cannot write {output_path} in {self.where}")
         parsed = parse_spawn_output(out.decode(errors="replace"))
         if parsed is None:
-            raise SandboxError(f"background process did not start: {out[-500:]!r}")
+            raise SandboxError(f"{what} did not start: {out[-500:]!r}")
         pid, pgid, start = parsed
         return SpawnedProcess(
             pid=pid, pgid=pgid, start_time=start, output_path=output_path, status_path=status_path

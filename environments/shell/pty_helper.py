@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from environments.base import SpawnedProcess
-from environments.errors import SandboxError, Unsupported, WorkdirNotFound
+from environments.errors import SandboxError, Unsupported
 from environments.pty_relay import RELAY, InputUnavailable, input_path_for
-from environments.shell.helper import HelperOps, exports, parse_spawn_output
+from environments.shell.helper import HelperOps
+from environments.shell.helper_answers import exports
 
 PTY_SPAWN = r"""
 wd=$1; cmd=$2; out=$3; st=$4; in=$5
@@ -84,32 +85,19 @@ class HelperPtyOps(HelperOps):
         workdir: str | None = None,
         env: dict[str, str] | None = None,
     ) -> SpawnedProcess:
-        if not self.shell.alive and not self.shell.cwd:
-            self.shell.start()  # the session's cwd and environment are the defaults
-        run_env = {"TERM": "xterm", **self.shell.env, **(env or {})}
-        cwd = workdir or self.shell.cwd
+        run_env, cwd = self._spawn_context(workdir, env)
         args = [cwd, command, output_path, status_path, input_path_for(output_path)]
-        code, out = self._helper(PTY_SPAWN, [*args, exports(run_env), RELAY])
+        code, out = self._helper(PTY_SPAWN, [*args, exports({"TERM": "xterm", **run_env}), RELAY])
         if code == 46:
             raise Unsupported(
                 f"pty processes need python3 in {self.where}'s image (it runs the terminal's "
                 "relay); start it without pty"
             )
-        if code == 44:
-            raise WorkdirNotFound(f"workdir does not exist: {cwd} (nothing was run)")
-        if code == 45:
-            raise PermissionError(f"cannot write {output_path} in {self.where}")
         if code == 47:
             raise SandboxError(
                 f"the pty relay did not start in {self.where} (no pseudo-terminals there?)"
             )
-        parsed = parse_spawn_output(out.decode(errors="replace"))
-        if parsed is None:
-            raise SandboxError(f"pty process did not start: {out[-500:]!r}")
-        pid, pgid, start = parsed
-        return SpawnedProcess(
-            pid=pid, pgid=pgid, start_time=start, output_path=output_path, status_path=status_path
-        )
+        return self._spawned(code, out, cwd, output_path, status_path, "pty process")
 
     def write_input(self, process: SpawnedProcess, data: bytes) -> int:
         """Raises :class:`~environments.pty_relay.InputUnavailable` when the process takes

@@ -72,6 +72,17 @@ build_rootfs() {
     printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 }
 
+copy_binary() {
+    # $1 = root, $2 = a binary on this host, $3 = its path under the root; its shared
+    # libraries go along at their host paths (ldd prints them).
+    mkdir -p "$1$(dirname "$3")"
+    cp "$2" "$1$3"
+    for lib in $(ldd "$2" | awk '/\//{for(i=1;i<=NF;i++) if ($i ~ /^\//) print $i}'); do
+        mkdir -p "$1$(dirname "$lib")"
+        cp -L "$lib" "$1$lib"
+    done
+}
+
 image_exists() {
     docker image inspect "$1" >/dev/null 2>&1
 }
@@ -88,13 +99,7 @@ fi
 if [ "${SBX_REBUILD_IMAGES:-}" = 1 ] || ! image_exists sbx-test-bash:latest; then
     tmp=$(mktemp -d)
     build_rootfs "$tmp"
-    bash_bin=$(command -v bash)
-    cp "$bash_bin" "$tmp/bin/bash"
-    # Copy bash's shared libraries at their host paths (ldd prints them).
-    for lib in $(ldd "$bash_bin" | awk '/\//{for(i=1;i<=NF;i++) if ($i ~ /^\//) print $i}'); do
-        mkdir -p "$tmp$(dirname "$lib")"
-        cp -L "$lib" "$tmp$lib"
-    done
+    copy_binary "$tmp" "$(command -v bash)" /bin/bash
     tar -C "$tmp" -cf - . | docker import \
         --change 'ENV PATH=/bin' --change 'WORKDIR /workspace' --change 'CMD ["bash"]' \
         - sbx-test-bash:latest >/dev/null
@@ -109,12 +114,7 @@ if [ "${SBX_REBUILD_IMAGES:-}" = 1 ] || ! image_exists sbx-test-python:latest; t
     # Debian's interpreter (a pyenv or venv python3 first on PATH may be a shim script).
     py=$(readlink -f /usr/bin/python3 2>/dev/null || true)
     [ -x "$py" ] || py=$(readlink -f "$(command -v python3)")
-    mkdir -p "$tmp/usr/bin"
-    cp "$py" "$tmp/usr/bin/python3"
-    for lib in $(ldd "$py" | awk '/\//{for(i=1;i<=NF;i++) if ($i ~ /^\//) print $i}'); do
-        mkdir -p "$tmp$(dirname "$lib")"
-        cp -L "$lib" "$tmp$lib"
-    done
+    copy_binary "$tmp" "$py" /usr/bin/python3
     "$py" -I -c '
 import errno, fcntl, os, select, signal, stat, sys, termios, encodings
 for m in list(sys.modules.values()):
