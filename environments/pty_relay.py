@@ -10,7 +10,8 @@ from __future__ import annotations
 RELAY = r"""
 import fcntl, os, select, signal, sys, termios
 out_path, status_path, in_path, cmd, ready = sys.argv[1:6]
-for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGTTOU):
+sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGTTOU)
+for s in sigs:
     signal.signal(s, signal.SIG_IGN)
 try:
     os.setsid()
@@ -23,7 +24,7 @@ fifo = os.open(in_path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
 out = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
 pid = os.fork()
 if pid == 0:
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGTTOU):
+    for s in sigs:
         signal.signal(s, signal.SIG_DFL)
     for fd in (0, 1, 2):
         os.dup2(slave, fd)
@@ -32,28 +33,25 @@ if pid == 0:
 os.close(slave)
 os.write(int(ready), b".")
 os.close(int(ready))
-code = None
+def pull(fd):
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # nothing there (the FIFO), or the terminal closed (EIO)
+        return b""
 open_master = True
 while open_master:
     try:
         ready, _, _ = select.select([master, fifo], [], [])
     except InterruptedError:
         continue
-    if fifo in ready:
+    data = pull(fifo) if fifo in ready else b""
+    if data:
         try:
-            data = os.read(fifo, 65536)
-        except BlockingIOError:
-            data = b""
-        if data:
-            try:
-                os.write(master, data)
-            except OSError:
-                pass
-    if master in ready:
-        try:
-            data = os.read(master, 65536)
+            os.write(master, data)
         except OSError:
-            data = b""
+            pass
+    if master in ready:
+        data = pull(master)
         if data:
             os.write(out, data)
         else:

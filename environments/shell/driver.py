@@ -9,14 +9,13 @@ persist between commands; a dead shell is restarted and its state replayed.
 
 from __future__ import annotations
 
-import re
 import secrets
 import signal
 import threading
 import time
 from collections.abc import Callable
 
-from environments.errors import InvalidCommand, SandboxDead, WorkdirNotFound
+from environments.errors import SandboxDead, WorkdirNotFound
 from environments.shell.channel import Channel, GroupKiller
 from environments.shell.framing import (
     KIND_CWD,
@@ -29,8 +28,8 @@ from environments.shell.framing import (
     Marker,
     MarkerScanner,
     Output,
+    marker_number,
     parse_export_dump,
-    shell_quote,
 )
 from environments.shell.output import OutputCapture
 from environments.shell.reaping import reap_group, signal_group
@@ -42,6 +41,7 @@ from environments.shell.script import (
     SERVING,
     SHELL_MANAGED,
     bootstrap_script,
+    command_script,
     restore_lines,
     restore_statements,
     run_line,
@@ -49,7 +49,6 @@ from environments.shell.script import (
     statements_line,
 )
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TIMEOUT_EXIT_CODE = 124
 CANCELLED_EXIT_CODE = 130
 # How often a running command checks its cancel event.
@@ -152,7 +151,7 @@ class SessionShell:
                         fields = event.payload.split(b" ")
                         self._serving = fields[2:] == [SERVING.encode()]
                         start = fields[1] if len(fields) > 1 else b""
-                        return env, cwd, (_parse_int(fields[0]), _parse_int(start))
+                        return env, cwd, (marker_number(fields[0]), marker_number(start))
 
     def restore(self, env: dict[str, str], cwd: str) -> None:
         """Make ``env`` and ``cwd`` the session's state (a session continued from another
@@ -192,16 +191,8 @@ class SessionShell:
         killed), and the result says ``cancelled``. ``on_output`` gets every piece
         of the command's output as it is read (never the framing markers).
         """
-        if "\x00" in command or (workdir and "\x00" in workdir):
-            raise InvalidCommand("command and workdir must not contain NUL bytes")
+        script = command_script(command, workdir, env)
         overrides = dict(env or {})
-        for name, value in overrides.items():
-            if not _ENV_NAME.match(name) or "\x00" in value:
-                raise InvalidCommand(f"invalid environment variable name or value: {name!r}")
-        script = command
-        if overrides:
-            exports = " ".join(f"{k}={shell_quote(v)}" for k, v in overrides.items())
-            script = f"export {exports}\n{command}"
         restarts_before = self.restarts
         for attempt in (1, 2):
             channel, scanner = self._send(script, workdir)
@@ -247,7 +238,7 @@ class SessionShell:
         if sum(len(s) for s in statements) > REBASE_BYTES:
             channel.write(REBASE_REQUEST)
             # Only a parent that saw the request's status reads the statements next.
-            if self._await_end(channel, scanner) == str(REBASE_STATUS).encode():
+            if marker_number(self._await_end(channel, scanner)) == REBASE_STATUS:
                 channel.write(statements_line(statements))
                 self._shell_env, self._shell_cwd = dict(self.env), self.cwd
                 statements = []
@@ -329,7 +320,7 @@ class SessionShell:
                     if on_output is not None:
                         on_output(event.data)
                 elif event.kind == KIND_PGID:
-                    pgid = _parse_int(event.payload)
+                    pgid = marker_number(event.payload)
                 elif event.kind == KIND_ENV:
                     new_env = self._parse_env(event.payload)
                 elif event.kind == KIND_CWD:
@@ -402,12 +393,5 @@ class _ShellWasGone(Exception):
 
 
 def _status(payload: bytes) -> int:
-    parsed = _parse_int(payload)
+    parsed = marker_number(payload)
     return -1 if parsed is None else parsed
-
-
-def _parse_int(payload: bytes) -> int | None:
-    try:
-        return int(payload)
-    except ValueError:
-        return None

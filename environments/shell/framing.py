@@ -55,6 +55,14 @@ class Marker:
 Event = Output | Marker
 
 
+def marker_number(payload: bytes) -> int | None:
+    """A marker's payload as a number (a pid, an exit status); None when it is not one."""
+    try:
+        return int(payload)
+    except ValueError:
+        return None
+
+
 def _token_start(buf: bytes, start: int, token: bytes) -> int:
     """Where a tail of ``buf`` (from ``start`` on) that may begin ``token`` starts;
     ``len(buf)`` when no tail can (so output is never held back needlessly)."""

@@ -32,9 +32,10 @@ before each command.
 
 from __future__ import annotations
 
+import re
 from typing import Protocol
 
-from environments.errors import SandboxDead
+from environments.errors import InvalidCommand, SandboxDead
 from environments.shell.framing import shell_quote
 
 _TEMPLATE = r"""
@@ -148,6 +149,24 @@ end marker, with :data:`REBASE_STATUS`, comes first."""
 
 _REBASE_PREFIX = ": rebase; "
 """How a line of statements for a serving shell's parent begins."""
+
+
+def command_script(command: str, workdir: str | None, env: dict[str, str] | None) -> str:
+    """``command`` with the per-call ``env`` exported ahead of it. Raises
+    :class:`~environments.errors.InvalidCommand` for a NUL byte in the command or
+    ``workdir`` and for an invalid variable name or value."""
+    if "\x00" in command or (workdir and "\x00" in workdir):
+        raise InvalidCommand("command and workdir must not contain NUL bytes")
+    for name, value in (env or {}).items():
+        if not _ENV_NAME.match(name) or "\x00" in value:
+            raise InvalidCommand(f"invalid environment variable name or value: {name!r}")
+    if not env:
+        return command
+    exports = " ".join(f"{k}={shell_quote(v)}" for k, v in env.items())
+    return f"export {exports}\n{command}"
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def run_line(command: str, workdir: str | None) -> bytes:
