@@ -62,11 +62,23 @@ exit 0
 members of its group and the extra PIDs (found by an earlier pass). Signal 0 only probes.
 Prints ``sbx-pids`` (every pid considered) and ``sbx-alive`` (the live ones signalled)."""
 
-SPAWN = r"""
-wd=$1; cmd=$2; out=$3; st=$4
-eval "$5"
-cd -- "$wd" 2>/dev/null || { echo sbx-no-workdir; exit 44; }
-{ : >>"$out" && chmod 600 "$out"; } 2>/dev/null || { echo sbx-no-output; exit 45; }
+def spawn_script(start: str, check: str = "") -> str:
+    """A script with the args ``WORKDIR COMMAND OUTPUT STATUS EXPORTS [MORE...]``: it
+    exports EXPORTS, runs ``check`` (a refusal before anything is made), enters WORKDIR
+    (else exit 44), creates OUTPUT 0600 (else exit 45), then runs ``start``, which starts
+    COMMAND detached and sets ``pid`` and ``mode``; it prints ``sbx-spawn MODE PID`` and
+    ``sbx-stat <the pid's /proc stat line>``."""
+    return (
+        'wd=$1; cmd=$2; out=$3; st=$4\neval "$5"\n' + check
+        + 'cd -- "$wd" 2>/dev/null || { echo sbx-no-workdir; exit 44; }\n'
+        + '{ : >>"$out" && chmod 600 "$out"; } 2>/dev/null || { echo sbx-no-output; exit 45; }\n'
+        + start
+        + '{ read -r s < /proc/$pid/stat; } 2>/dev/null || s=\'\'\n'
+        + 'echo "sbx-spawn $mode $pid"\necho "sbx-stat $s"\n'
+    )  # fmt: skip
+
+
+SPAWN = spawn_script(r"""
 w='sh -c "$1" </dev/null; rc=$?; printf %s "$rc" > "$2.tmp" && mv -f "$2.tmp" "$2"'
 if command -v setsid >/dev/null 2>&1; then
   mode=setsid
@@ -77,10 +89,7 @@ else
   sh -c "$w" sbx-process "$cmd" "$st" </dev/null >>"$out" 2>&1 &
 fi
 pid=$!
-{ read -r s < /proc/$pid/stat; } 2>/dev/null || s=''
-echo "sbx-spawn $mode $pid"
-echo "sbx-stat $s"
-"""
+""")
 """Args: ``WORKDIR COMMAND OUTPUT STATUS EXPORTS``. Starts COMMAND detached (own session when
 ``setsid`` exists) with output appended to OUTPUT and its exit status written atomically to
 STATUS. Prints ``sbx-spawn MODE PID`` and ``sbx-stat <the pid's /proc stat line>``."""

@@ -13,15 +13,13 @@ from typing import ClassVar
 from environments.base import SpawnedProcess
 from environments.errors import SandboxError, Unsupported
 from environments.pty_relay import RELAY, InputUnavailable, input_path_for
-from environments.shell.helper import HelperOps
+from environments.shell.helper import HelperOps, spawn_script
 from environments.shell.helper_answers import exports
 
-PTY_SPAWN = r"""
-wd=$1; cmd=$2; out=$3; st=$4; in=$5
-eval "$6"
-command -v python3 >/dev/null 2>&1 || { echo sbx-no-python; exit 46; }
-cd -- "$wd" 2>/dev/null || { echo sbx-no-workdir; exit 44; }
-{ : >>"$out" && chmod 600 "$out"; } 2>/dev/null || { echo sbx-no-output; exit 45; }
+PTY_SPAWN = spawn_script(
+    check='command -v python3 >/dev/null 2>&1 || { echo sbx-no-python; exit 46; }\n',
+    start=r"""
+in=$6
 rm -f "$in" "$out.ready"
 mkfifo -m 600 "$out.ready" 2>/dev/null || { echo sbx-no-output; exit 45; }
 python3 -I -c "$7" "$out" "$st" "$in" "$cmd" 3 3>"$out.ready" </dev/null >/dev/null 2>&1 &
@@ -31,12 +29,11 @@ pid=$!
 IFS= read -r ok < "$out.ready"
 rm -f "$out.ready"
 [ "$ok" = . ] || { echo sbx-no-relay; exit 47; }
-{ read -r s < /proc/$pid/stat; } 2>/dev/null || s=''
-echo "sbx-spawn setsid $pid"
-echo "sbx-stat $s"
-"""
-"""Args: ``WORKDIR COMMAND OUTPUT STATUS INPUT_FIFO EXPORTS RELAY``. Starts the relay
-(which leads its own session) running COMMAND on a pty; prints as :data:`SPAWN` does."""
+mode=setsid
+""",
+)
+"""Args: ``WORKDIR COMMAND OUTPUT STATUS EXPORTS INPUT_FIFO RELAY``. Starts the relay (which
+leads its own session) running COMMAND on a pty; prints as :data:`SPAWN` does."""
 
 PTY_INPUT = r"""
 import errno, os, stat, sys
@@ -86,8 +83,9 @@ class HelperPtyOps(HelperOps):
         env: dict[str, str] | None = None,
     ) -> SpawnedProcess:
         run_env, cwd = self._spawn_context(workdir, env)
-        args = [cwd, command, output_path, status_path, input_path_for(output_path)]
-        code, out = self._helper(PTY_SPAWN, [*args, exports({"TERM": "xterm", **run_env}), RELAY])
+        pty_env = exports({"TERM": "xterm", **run_env})
+        args = [cwd, command, output_path, status_path, pty_env, input_path_for(output_path)]
+        code, out = self._helper(PTY_SPAWN, [*args, RELAY])
         if code == 46:
             raise Unsupported(
                 f"pty processes need python3 in {self.where}'s image (it runs the terminal's "
