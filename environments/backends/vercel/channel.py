@@ -1,10 +1,9 @@
 """The session shell's byte stream over the Vercel Sandbox API.
 
 The shell is one SDK process (``sh`` with stdin piped). Input goes out as stdin
-requests (:mod:`.stream`: one per command, sent from the caller's thread, its
+requests (:mod:`.wire`: one per command, sent from the caller's thread, its
 answer read by another); output comes back on the process's NDJSON log stream,
-read by a pump thread into a queue, so :meth:`VercelShellChannel.read` can wait
-with a timeout.
+read by the caller's thread (:mod:`.logfeed`) with the read's timeout.
 
 The service's log records carry *text*, so bytes that are not UTF-8 would not
 survive. :data:`LAUNCH` therefore pipes the shell's output through a base64 line
@@ -19,12 +18,15 @@ import base64
 import binascii
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 
-from environments.shell.queued import QueuedOutput, QueuedReads
+from environments.shell.framing import read_line
+from environments.shell.queued import QueuedOutput
 
+from .logfeed import LogFeed, StreamBroken
 from .sdk import Process, VercelApi
-from .stream import ShellOutput, endpoint, stdin_sink
+from .stream import endpoint, stdin_sink
 
 LAUNCH = r"""
 enc=$1; shell=$2
@@ -89,53 +91,131 @@ class StreamDecoder:
         return bytes(out)
 
 
-class VercelShellChannel(QueuedReads):
+class VercelShellChannel:
     """:class:`~environments.shell.channel.Channel` over the shell's SDK process.
 
-    ``on_close`` runs once in :meth:`close`, before the shell's stdin is closed and
-    the process killed (the environment kills a wedged shell's tree there)."""
+    Output is read on the reading thread itself (:class:`.logfeed.LogFeed`) when the API
+    has a direct address; when that stream breaks, or without a direct address, the
+    SDK's reader replays the log on a pump thread of its own (what was delivered
+    already is skipped). ``on_close`` runs once in :meth:`close`, before the shell's
+    stdin is closed and the process killed (the environment kills a wedged shell's
+    tree there)."""
 
     def __init__(self, api: VercelApi, process: Process) -> None:
         self._api = api
         self.process = process
-        self._output = QueuedOutput()
         self._closed = False
+        self._eof = False
+        self._pending = b""
         self._ended = threading.Event()
+        self._reading = threading.Lock()
         self.decoder = StreamDecoder()
         self.on_close: Callable[[], None] | None = None
         self.abandon = False
         """Set when the sandbox itself goes next: close() then leaves the process alone."""
         direct = endpoint(api)
-        self._source = ShellOutput(api, process, direct)
+        self._feed = None if direct is None else LogFeed(direct, process.session_id, process.id)
+        self._queued: QueuedOutput | None = None
+        if self._feed is None:
+            self._resume(0)
         self._stdin = stdin_sink(api, process, direct, self._end)
-        threading.Thread(target=self._pump, name="sbx-vercel-out", daemon=True).start()
+
+    def _resume(self, skip: int) -> None:
+        """Read the rest of the log (past ``skip`` characters) through the SDK."""
+        self._queued = out = QueuedOutput()
+        threading.Thread(
+            target=self._pump, args=(out, skip), name="sbx-vercel-out", daemon=True
+        ).start()
+
+    def _pump(self, out: QueuedOutput, skip: int) -> None:
+        try:
+            for text in self._api.logs(self.process, skip):
+                data = self.decoder.feed(text)
+                if data:
+                    out.put(data)
+        finally:
+            self._ended.set()
+            out.put(b"")
 
     def _end(self) -> None:
         """The stream is over (the shell ended, or its stdin no longer takes input)."""
         self._ended.set()
-        self._output.put(b"")
+        if self._feed is not None:
+            self._feed.close()  # wakes a read in progress: it returns the end
+        if self._queued is not None:
+            self._queued.put(b"")
 
-    def _pump(self) -> None:
-        try:
-            for text in self._source:
-                data = self.decoder.feed(text)
-                if data:
-                    self._output.put(data)
-        finally:
-            self._end()
+    def read(self, timeout: float | None) -> bytes | None:
+        """What the shell wrote; ``None`` after ``timeout`` s; ``b""`` at the end."""
+        if self._pending:
+            data, self._pending = self._pending, b""
+            return data
+        with self._reading:
+            return self._read(None if timeout is None else time.monotonic() + timeout)
+
+    def _read(self, deadline: float | None) -> bytes | None:
+        while not self._eof:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if self._queued is not None:
+                data = self._queued.read(left)
+                self._eof = data == b""
+                return data
+            assert self._feed is not None
+            try:
+                text = self._feed.read(left)
+            except StreamBroken:
+                self._resume(self._feed.delivered)
+                continue
+            if text is None:
+                return None
+            if not text:
+                self._eof = True
+                self._ended.set()
+            elif data := self.decoder.feed(text):
+                return data
+        return b""
+
+    def read_line(self, timeout: float) -> bytes:
+        """The first line of output (without its newline); later reads return what follows it."""
+        line, self._pending = read_line(self.read, timeout)
+        return line
 
     def write(self, data: bytes) -> None:
         """Send ``data`` to the shell's stdin; ``BrokenPipeError`` once the stream ended.
 
         A write that fails later ends the stream as EOF does."""
-        if self._closed or self._output.eof or self._ended.is_set():
+        if self._closed or self._eof or self._ended.is_set():
             raise BrokenPipeError("the session shell's stream has ended")
         self._stdin.write(data)
 
     @property
     def peer_gone(self) -> bool:
-        """True once the shell's process ended (its log stream closed)."""
-        return self._output.eof or self._closed or self._ended.is_set()
+        """True once the shell's process ended (its log stream closed); takes in what
+        arrived without waiting, unless another thread is reading."""
+        if self._eof or self._closed or self._ended.is_set():
+            return True
+        feed = self._feed
+        if self._queued is not None or feed is None or not self._reading.acquire(blocking=False):
+            return False
+        try:
+            if feed.ended():
+                self._ended.set()
+        except StreamBroken:
+            self._resume(feed.delivered)
+        finally:
+            self._reading.release()
+        return self._ended.is_set()
+
+    def _wait_end(self, timeout: float) -> bool:
+        """Whether the stream ended within ``timeout`` seconds (its output discarded)."""
+        deadline = time.monotonic() + timeout
+        if self._queued is None and self._reading.acquire(timeout=timeout):
+            try:
+                while self._read(deadline) not in (None, b""):
+                    pass
+            finally:
+                self._reading.release()
+        return self._ended.wait(max(0.0, deadline - time.monotonic()))
 
     def close(self) -> None:
         if self._closed:
@@ -147,6 +227,7 @@ class VercelShellChannel(QueuedReads):
                 self.on_close()
         if not self._ended.is_set() and not self.abandon:
             self._api.close_stdin(self.process)  # an idle shell ends on EOF
-            if not self._ended.wait(2.0):
+            if not self._wait_end(2.0):
                 self._api.kill(self.process)
-        self._source.close()
+        if self._feed is not None:
+            self._feed.close()

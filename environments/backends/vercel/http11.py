@@ -98,21 +98,27 @@ def _tls_context() -> ssl.SSLContext:
         return _tls
 
 
+def open_socket(endpoint: Endpoint, timeout: float | None) -> socket.socket:
+    """A connected socket to ``endpoint`` (TLS with verified certificates for ``https``),
+    with ``timeout`` for its operations; raises ``OSError`` (``ssl.SSLError`` included)."""
+    address = (endpoint.host, endpoint.port)
+    sock = socket.create_connection(address, timeout=endpoint.connect_timeout)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if endpoint.tls:
+            sock = _tls_context().wrap_socket(sock, server_hostname=endpoint.host)
+        sock.settimeout(timeout)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 class Connection:
     """One HTTP/1.1 connection: requests out, status/headers/body in."""
 
     def __init__(self, endpoint: Endpoint, timeout: float | None) -> None:
-        sock = socket.create_connection(
-            (endpoint.host, endpoint.port), timeout=endpoint.connect_timeout
-        )
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if endpoint.tls:
-                sock = _tls_context().wrap_socket(sock, server_hostname=endpoint.host)
-            sock.settimeout(timeout)
-        except BaseException:
-            sock.close()
-            raise
+        sock = open_socket(endpoint, timeout)
         self._sock = sock
         self._in = sock.makefile("rb")
         self.reusable = True

@@ -1,15 +1,13 @@
-"""The session shell process's two byte paths: its stdin and its stdout log stream.
-
-Both go through :mod:`.wire` (the two endpoints spoken directly) when the API
-has a direct address, else through the SDK; a log stream that breaks is resumed
-through the SDK's own reader either way.
+"""Where the session shell's two byte paths go: its stdin through :mod:`.wire` and its
+stdout log stream through :mod:`.logfeed` when the API has a direct address, else
+both through the SDK.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Protocol
 
 from . import wire
@@ -81,36 +79,3 @@ class SdkStdinWriter:
                 self._broken = True
                 self._on_broken()
                 return
-
-
-class ShellOutput:
-    """The shell process's stdout text as it is written, until the process ends.
-
-    Read directly (:class:`.wire.LogStream`) when possible; when that stream breaks,
-    the SDK's reader replays the log and what was delivered already is skipped.
-    :meth:`close` ends a direct read at once (from another thread)."""
-
-    def __init__(self, api: VercelApi, process: Process, direct: Endpoint | None) -> None:
-        self._api = api
-        self._process = process
-        self._direct = (
-            None if direct is None else wire.LogStream(direct, process.session_id, process.id)
-        )
-        self._closed = False
-
-    def __iter__(self) -> Iterator[str]:
-        skip = 0
-        if self._direct is not None:
-            try:
-                yield from self._direct
-                return
-            except wire.StreamBroken:
-                skip = self._direct.delivered
-            if self._closed:
-                return
-        yield from self._api.logs(self._process, skip)
-
-    def close(self) -> None:
-        self._closed = True
-        if self._direct is not None:
-            self._direct.close()

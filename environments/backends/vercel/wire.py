@@ -1,12 +1,12 @@
-"""The session shell's two hot endpoints, spoken directly over HTTP/1.1.
+"""The session shell's stdin, spoken directly over HTTP/1.1.
 
 A warm call of the session shell is one stdin request and the output read from
-the shell's NDJSON log stream. Through the SDK one stdin write costs ~0.6 ms of
-client CPU (URL parsing and request building in its HTTP client, h11, three
-wrapper layers) -- more than the whole round trip through the service's handler
--- and every output record passes through four generator layers. This module
-speaks exactly these two documented endpoints on a kept-alive connection (TLS
-with verified certificates for ``https``), with the SDK's semantics:
+the shell's NDJSON log stream (:mod:`.logfeed`). Through the SDK one stdin write
+costs ~0.6 ms of client CPU (URL parsing and request building in its HTTP client,
+h11, three wrapper layers) -- more than the whole round trip through the
+service's handler. This module speaks exactly this documented endpoint on a
+kept-alive connection (TLS with verified certificates for ``https``), with the
+SDK's semantics:
 
 * ``POST {base}/v2/sandboxes/sessions/{sid}/cmd/{cid}/stdin?teamId=``, JSON
   ``{"data": base64, "offset": n}`` -> ``{"bytesWritten": n}``. Every request
@@ -14,16 +14,11 @@ with verified certificates for ``https``), with the SDK's semantics:
   a dropped connection, 429 or 502-504 never duplicates input (the service
   skips what it has). Any other refusal ends the writer: the shell no longer
   takes input.
-* ``GET {base}/v2/sandboxes/sessions/{sid}/cmd/{cid}/logs?teamId=``, chunked
-  NDJSON records ``{"stream", "data"}``, replayed from the start on every
-  connection. A stream that breaks (transport error, truncation, the service's
-  transient ``sandbox_stream_closed``, 429/5xx) raises :class:`StreamBroken`;
-  the caller resumes through the SDK's own reader, which reconnects and replays.
 
 Everything else (lifecycle, helpers, files, closing stdin) stays with the SDK.
 :func:`.http11.endpoint_for` returns ``None`` when a proxy applies to the API's
 address (the SDK's HTTP client honours the proxy variables; :mod:`.http11` does
-not): the SDK then carries the stream too.
+not): the SDK then carries stdin and the log stream too.
 """
 
 from __future__ import annotations
@@ -34,18 +29,14 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from .http11 import Connection, Endpoint, WireError
+from .logfeed import RETRYABLE
 
 _RETRIES = 5
-_RETRYABLE = frozenset({429, 502, 503, 504})
 _CHUNK = 512 * 1024
 """Stdin bytes per request (the SDK's size: its base64 JSON stays under the API's 1 MB)."""
-
-
-class StreamBroken(Exception):
-    """The log stream broke in a way a reconnect may mend (resume it elsewhere)."""
 
 
 def _retry_delay(attempt: int, headers: dict[str, str] | None = None) -> float:
@@ -167,7 +158,7 @@ class StdinWriter:
                     self._conn.reusable = False
                 self._send()
                 continue
-            if status in _RETRYABLE and attempt < _RETRIES:
+            if status in RETRYABLE and attempt < _RETRIES:
                 attempt += 1
                 time.sleep(_retry_delay(attempt, headers if status == 429 else None))
                 self._send()
@@ -207,92 +198,3 @@ def _bytes_written(body: bytes) -> int | None:
     except (ValueError, AttributeError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-class LogStream:
-    """A process's stdout text from its log stream, from the start (see the module
-    docstring). :attr:`delivered` counts the characters yielded, for a resume."""
-
-    def __init__(self, endpoint: Endpoint, session_id: str, process_id: str) -> None:
-        self._endpoint = endpoint
-        self._path = endpoint.path(session_id, process_id, "logs")
-        self._conn: Connection | None = None
-        self._closed = False
-        self.delivered = 0
-
-    def close(self) -> None:
-        """End the iteration from another thread (it returns quietly)."""
-        self._closed = True
-        if self._conn is not None:
-            self._conn.shutdown()
-
-    def __iter__(self) -> Iterator[str]:
-        try:
-            yield from self._records()
-        except _StreamFailed:
-            return  # the service reported the stream failed for good
-        except (OSError, ValueError) as exc:
-            if not self._closed:
-                raise StreamBroken(type(exc).__name__) from exc
-        finally:
-            if self._conn is not None:
-                self._conn.close()
-
-    def _records(self) -> Iterator[str]:
-        conn = self._conn = Connection(self._endpoint, None)
-        if self._closed:
-            return
-        conn.send(self._endpoint.head("GET", self._path, "Connection: close\r\n"))
-        status, headers = conn.read_head()
-        if status != 200:
-            code = _error_code(conn.read_body(headers))
-            if status in _RETRYABLE or status >= 500 or code == "sandbox_stream_closed":
-                raise StreamBroken(f"HTTP {status}")
-            return  # refused for good (stopped, gone): the stream has ended
-        buf = bytearray()
-        for data in conn.body_chunks(headers):
-            buf += data
-            start = 0
-            while (end := buf.find(b"\n", start)) >= 0:
-                text = _stdout_of(bytes(buf[start:end]))
-                start = end + 1
-                if text:
-                    self.delivered += len(text)
-                    yield text
-            del buf[:start]
-        if bytes(buf).strip():
-            raise StreamBroken("truncated record")
-
-
-def _stdout_of(line: bytes) -> str | None:
-    """The stdout text of one NDJSON record (None for other records); raises
-    :class:`StreamBroken` for the service's transient stream failure."""
-    if not line.strip():
-        return None
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None  # the SDK skips malformed complete records too
-    if not isinstance(record, dict):
-        return None
-    data = record.get("data")
-    if record.get("stream") == "stdout" and isinstance(data, str):
-        return data
-    if record.get("stream") == "error" and isinstance(data, dict):
-        if data.get("code") == "sandbox_stream_closed":
-            raise StreamBroken("sandbox_stream_closed")
-        raise _StreamFailed(str(data.get("code")))
-    return None
-
-
-class _StreamFailed(Exception):
-    """An in-band error record other than the transient one: the stream ends."""
-
-
-def _error_code(body: bytes) -> str | None:
-    try:
-        error = json.loads(body).get("error")
-    except (ValueError, AttributeError):
-        return None
-    code = error.get("code") if isinstance(error, dict) else None
-    return code if isinstance(code, str) else None

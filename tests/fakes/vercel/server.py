@@ -27,6 +27,9 @@ class FakeServer(ThreadingHTTPServer):
         self.service, self.token, self.team_id = service, token, team_id
         self.requests: list[dict[str, Any]] = []
         self.record_lock = threading.Lock()
+        self.tear_next_log_stream: int | None = None
+        """The next log stream breaks after this many batches (a torn chunk, then the
+        connection closes), as a dropped connection would."""
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -68,16 +71,21 @@ class Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, data: Any) -> None:
         self._send(status, json.dumps(data).encode())
 
-    def _stream(self, records: Iterator[list[dict[str, Any]]]) -> None:
-        """An NDJSON response, one chunk per batch of records."""
+    def _stream(self, records: Iterator[list[dict[str, Any]]], tear: int | None = None) -> None:
+        """An NDJSON response, one chunk per batch of records; the connection drops inside
+        the chunk after the first ``tear`` batches."""
         self.send_response(200)
         self.send_header("content-type", "application/x-ndjson")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         try:
-            for batch in records:
+            for sent, batch in enumerate(records, 1):
                 data = b"".join(json.dumps(record).encode() + b"\n" for record in batch)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                if sent == tear:
+                    self.wfile.write(b'40\r\n{"stream": "stdout", "data": "torn')
+                    self.close_connection = True
+                    return
             self.wfile.write(b"0\r\n\r\n")
         except OSError:
             self.close_connection = True
@@ -179,7 +187,9 @@ class Handler(BaseHTTPRequestHandler):
         self._json(200, {"command": command.payload()})
 
     def logs(self, m: dict[str, str], _: dict[str, str], __: Any) -> None:
-        self._stream(_log_records(self.svc.command(m["sid"], m["cid"])))
+        with self.server.record_lock:
+            tear, self.server.tear_next_log_stream = self.server.tear_next_log_stream, None
+        self._stream(_log_records(self.svc.command(m["sid"], m["cid"])), tear)
 
     def kill(self, m: dict[str, str], _: dict[str, str], body: Any) -> None:
         command = self.svc.command(m["sid"], m["cid"])
