@@ -72,9 +72,7 @@ class RecordParser:
         """The connection ended: fine after a complete (or to-the-end) body, else broken."""
         if self.ended:
             return
-        if self._state == _TO_EOF:
-            self._body(bytes(self._buf), [])
-            self._buf.clear()
+        if self._state == _TO_EOF:  # its bytes went to the records as they came
             self._end()
             return
         raise StreamBroken("the log stream ended early")
