@@ -123,6 +123,8 @@ class VercelShellChannel:
     def _resume(self, skip: int) -> None:
         """Read the rest of the log (past ``skip`` characters) through the SDK."""
         self._queued = out = QueuedOutput()
+        if self._ended.is_set():  # stdin broke meanwhile (``_end`` saw no queue to end)
+            out.put(b"")
         threading.Thread(
             target=self._pump, args=(out, skip), name="sbx-vercel-out", daemon=True
         ).start()
