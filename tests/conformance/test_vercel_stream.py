@@ -4,10 +4,14 @@ stream that breaks resumed through the SDK with nothing lost or repeated."""
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import json
 import socket
+import ssl
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +21,7 @@ from tests.helpers import require_module
 
 require_module("vercel.sandbox", "pip install 'sbx[vercel]'")
 
-from environments.backends.vercel import VercelEnvironment  # noqa: E402
+from environments.backends.vercel import VercelEnvironment, http11  # noqa: E402
 from environments.backends.vercel.http11 import Endpoint  # noqa: E402
 from environments.backends.vercel.logfeed import (  # noqa: E402
     LogFeed,
@@ -139,8 +143,8 @@ def test_a_read_times_out_and_close_wakes_a_waiting_read(
 ) -> None:
     endpoint, served = quiet_server
     feed = LogFeed(endpoint, "sess", "cmd")
-    assert feed.read(0.05) is None  # connected, the head came, no record
-    assert served.is_set()
+    assert feed.read(0.05) is None  # connected (the request sent), no record yet
+    assert served.wait(30)  # the head was sent: the next read takes it in and waits on
     results: list[str | None] = []
     reader = threading.Thread(target=lambda: results.append(feed.read(None)))
     reader.start()
@@ -149,6 +153,79 @@ def test_a_read_times_out_and_close_wakes_a_waiting_read(
     assert not reader.is_alive()
     assert results == [""]
     assert feed.read(None) == ""
+
+
+def _self_signed(tmp: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, as PEM files."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sbx-test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp / "cert.pem", tmp / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+def test_a_stream_over_tls_arrives_whole_in_small_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TLS records that end mid-record and a non-blocking socket with decrypted bytes
+    pending: every byte still arrives, in order, and the end is seen."""
+    cert_file, key_file = _self_signed(tmp_path)
+    server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_side.load_cert_chain(cert_file, key_file)
+    client_side = ssl.create_default_context(cafile=str(cert_file))
+    monkeypatch.setattr(http11, "_tls", client_side)
+    listener = socket.create_server(("127.0.0.1", 0))
+    texts = [f"line {i} {'x' * (i * 37 % 700)}\n" for i in range(200)]
+    body = b"".join(_record("stdout", t) for t in texts)
+
+    def serve() -> None:
+        raw, _ = listener.accept()
+        with server_side.wrap_socket(raw, server_side=True) as conn:
+            conn.recv(65536)
+            response = _chunked(*(body[i : i + 701] for i in range(0, len(body), 701)))
+            for i in range(0, len(response), 97):  # one TLS record per 97 bytes
+                conn.sendall(response[i : i + 97])
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    port = listener.getsockname()[1]
+    feed = LogFeed(Endpoint(True, "127.0.0.1", port, "", "t", "team", "test", 5.0, 5.0), "s", "c")
+    got = []
+    while text := feed.read(30):
+        got.append(text)
+    thread.join(30)
+    listener.close()
+    assert "".join(got) == "".join(texts)
+    assert feed.read(0) == ""
+    assert feed.delivered == len("".join(texts))
 
 
 @pytest.mark.parametrize("after", [1, 5])

@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx2
 from vercel._internal.core.iter_coroutine import iter_coroutine
+from vercel.errors import VercelSessionClosedError
 from vercel.oidc import decode_oidc_payload
 from vercel.sandbox import (
     NetworkPolicy,
@@ -354,7 +355,8 @@ class VercelApi:
         """The process's stdout as it is written (text chunks), until it ends; the first
         ``skip`` characters left out (delivered already by a stream that broke).
 
-        Ends quietly when the stream breaks for good (the sandbox stopped)."""
+        Ends quietly when the stream breaks for good (the sandbox stopped, or the client was
+        closed under it, as a shutting-down worker does)."""
         service: Any = self.client._service
         stream = service.process_logs(session_id=process.session_id, process_id=process.id)
 
@@ -372,7 +374,13 @@ class VercelApi:
                 data, skip = event.data[skip:], max(0, skip - len(event.data))
                 if data:
                     yield data
-        except (SandboxError, httpx2.HTTPError, SandboxStreamError, OSError):
+        except (
+            SandboxError,
+            httpx2.HTTPError,
+            SandboxStreamError,
+            VercelSessionClosedError,
+            OSError,
+        ):
             return
         finally:
             with contextlib.suppress(Exception):

@@ -27,7 +27,8 @@ class StdinSink(Protocol):
 
 
 def endpoint(api: VercelApi) -> Endpoint | None:
-    """Where :mod:`.wire` reaches the API of ``api`` (``None``: through the SDK only)."""
+    """Where :mod:`.wire` and :mod:`.logfeed` reach the API of ``api`` (``None``: through
+    the SDK only)."""
     creds = resolve_credentials(api.config)
     return endpoint_for(
         api.base_url(),

@@ -6,7 +6,8 @@ bubblewrap jail (``runtime.py``). It checks credentials
 (a fixed token and team id), records every request (``requests``), enforces
 execution time limits, and lets a test act behind the client's back
 (:meth:`FakeVercel.stop_behind_back`, :meth:`FakeVercel.destroy_behind_back`,
-``service.max_sandboxes`` for quota errors).
+``service.max_sandboxes`` for quota errors, ``server.tear_next_log_stream`` to drop a
+log stream's connection mid-chunk).
 
 Needs root (bubblewrap and nsenter) like the apptainer stand-in.
 """

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -125,10 +126,24 @@ class Jail:
         return self._bwrap.poll() is None
 
     def kill(self) -> None:
-        """End every process of the session (killing the namespace's init takes them all)."""
-        for pid in (self.init_pid, self._bwrap.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        """End every process of the session, returning once they are all gone.
+
+        Killing the namespace's init takes the others with it, and the kernel lets the
+        init end only after them: its pidfd turning readable is the moment the session
+        is empty. (bwrap, killed too, may end before that.)"""
+        try:
+            init = os.pidfd_open(self.init_pid)
+        except ProcessLookupError:
+            init = None
+        try:
+            for pid in (self.init_pid, self._bwrap.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            if init is not None:
+                select.select([init], [], [], 10)
+        finally:
+            if init is not None:
+                os.close(init)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._bwrap.wait(timeout=10)
 

@@ -231,11 +231,13 @@ class FakeService:
     def _stop(self, session: Session) -> None:
         if session.status == "stopped":
             return
+        if session.jail is not None:
+            # Every process is gone before the session reads as stopped, so whoever sees
+            # it stopped finds nothing of it still running.
+            session.jail.kill()
         session.status = "stopped"
         session.stopped_at = _ms()
         session.sandbox.status_updated_at = _ms()
-        if session.jail is not None:
-            session.jail.kill()
 
     def stop(self, session_id: str) -> dict[str, Any]:
         with self.lock:
