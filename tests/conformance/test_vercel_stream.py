@@ -10,6 +10,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,10 @@ def test_a_read_times_out_and_close_wakes_a_waiting_read(
     results: list[str | None] = []
     reader = threading.Thread(target=lambda: results.append(feed.read(None)))
     reader.start()
+    deadline = time.monotonic() + 30
+    while not feed._lock.locked():  # until the reader is inside its read (or stuck)
+        assert time.monotonic() < deadline, "the reader never started its read"
+        time.sleep(0.001)
     feed.close()
     reader.join(30)
     assert not reader.is_alive()
