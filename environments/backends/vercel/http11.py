@@ -1,7 +1,8 @@
-"""A minimal HTTP/1.1 client for :mod:`.wire`: one kept-alive connection, TLS with
-verified certificates for ``https``, responses read sized, chunked or to the end.
+"""A minimal HTTP/1.1 client for :mod:`.wire` and :mod:`.logfeed`: one kept-alive
+connection, TLS with verified certificates for ``https``, responses parsed as their bytes
+arrive (:class:`ResponseParser`: sized, chunked or to the end).
 
-It sends exactly the requests :mod:`.wire` builds and reads their answers; it follows
+It sends exactly the requests those modules build and reads their answers; it follows
 no redirects, sends no cookies and knows no proxies (:func:`endpoint_for` says when a
 proxy applies, so the SDK's own client is used instead).
 """
@@ -14,7 +15,6 @@ import ssl
 import threading
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 _MAX_HEAD = 64 * 1024
@@ -114,82 +114,146 @@ def open_socket(endpoint: Endpoint, timeout: float | None) -> socket.socket:
     return sock
 
 
+# Where a ResponseParser is in the response.
+_HEAD, _SIZE, _DATA, _DATA_END, _TRAILER, _SIZED, _TO_EOF, _DONE = range(8)
+
+
+class ResponseParser:
+    """One HTTP/1.1 response as its bytes arrive: the head, then the body unframed
+    (chunked, sized, or up to the end of the connection).
+
+    :meth:`feed` returns the body bytes its input completes; :attr:`status` and
+    :attr:`headers` are set once the head is in; :attr:`complete` turns True at the end
+    of the body (bytes past it stay in :attr:`rest`). Malformed input raises
+    :class:`WireError`.
+    """
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self.rest = bytearray()
+        self._state = _HEAD
+        self._left = 0
+        self._head = 0
+
+    @property
+    def complete(self) -> bool:
+        return self._state == _DONE
+
+    @property
+    def to_eof(self) -> bool:
+        """Whether the body ends only with the connection (it cannot be reused)."""
+        return self._state == _TO_EOF
+
+    def feed(self, data: bytes) -> bytes:
+        self.rest += data
+        body = bytearray()
+        while self._state != _DONE and self._step(body):
+            pass
+        return bytes(body)
+
+    def finish(self) -> None:
+        """The connection ended: the end of a body read to it, else :class:`WireError`."""
+        if self._state == _TO_EOF:
+            self._state = _DONE
+        elif self._state != _DONE:
+            raise WireError("connection closed inside a response")
+
+    def _line(self) -> bytes | None:
+        end = self.rest.find(b"\n")
+        if end < 0:
+            if len(self.rest) > _MAX_HEAD:
+                raise WireError("a response line too long")
+            return None
+        line = bytes(self.rest[:end]).rstrip(b"\r")
+        del self.rest[: end + 1]
+        return line
+
+    def _step(self, body: bytearray) -> bool:
+        """Parse one piece; False when it needs more bytes."""
+        if self._state in (_DATA, _SIZED, _TO_EOF):
+            if not self.rest:
+                return False
+            take = len(self.rest) if self._state == _TO_EOF else min(self._left, len(self.rest))
+            body += self.rest[:take]
+            del self.rest[:take]
+            self._left -= take
+            if self._left == 0 and self._state == _DATA:
+                self._state = _DATA_END
+            elif self._left == 0 and self._state == _SIZED:
+                self._state = _DONE
+            return True
+        line = self._line()
+        if line is None:
+            return False
+        if self._state == _HEAD:
+            self._head_line(line)
+        elif self._state == _SIZE:
+            try:
+                self._left = int(line.split(b";")[0].strip() or b"0", 16)
+            except ValueError:
+                raise WireError("a malformed chunk size") from None
+            self._state = _DATA if self._left > 0 else _TRAILER
+        elif self._state == _DATA_END:
+            if line:
+                raise WireError("a chunk longer than its size")
+            self._state = _SIZE
+        elif self._state == _TRAILER and not line:
+            self._state = _DONE
+        return True
+
+    def _head_line(self, line: bytes) -> None:
+        self._head += len(line) + 1
+        if self._head > _MAX_HEAD:
+            raise WireError("response head too large")
+        if self.status == 0:
+            parts = line.split(None, 2)
+            if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
+                raise WireError("not an HTTP/1.1 response")
+            self.status = int(parts[1])
+        elif line:
+            name, _, value = line.decode("latin-1").partition(":")
+            self.headers[name.strip().lower()] = value.strip()
+        elif "chunked" in self.headers.get("transfer-encoding", "").lower():
+            self._state = _SIZE
+        elif "content-length" in self.headers:
+            try:
+                self._left = int(self.headers["content-length"])
+            except ValueError:
+                raise WireError("a malformed content-length") from None
+            self._state = _SIZED if self._left > 0 else _DONE
+        else:
+            self._state = _TO_EOF
+
+
 class Connection:
     """One HTTP/1.1 connection: requests out, status/headers/body in."""
 
     def __init__(self, endpoint: Endpoint, timeout: float | None) -> None:
-        sock = open_socket(endpoint, timeout)
-        self._sock = sock
-        self._in = sock.makefile("rb")
+        self._sock = open_socket(endpoint, timeout)
+        self._rest = b""
         self.reusable = True
 
     def send(self, data: bytes) -> None:
         self._sock.sendall(data)
 
-    def _line(self) -> bytes:
-        line = self._in.readline(_MAX_HEAD)
-        if not line.endswith(b"\n"):
-            raise WireError("connection closed in a response head")
-        return line
-
-    def read_head(self) -> tuple[int, dict[str, str]]:
-        """The status code and (lower-cased) headers of the next response."""
-        parts = self._line().split(None, 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-            raise WireError("not an HTTP/1.1 response")
-        headers: dict[str, str] = {}
-        size = 0
-        while (line := self._line()) not in (b"\r\n", b"\n"):
-            size += len(line)
-            if size > _MAX_HEAD:
-                raise WireError("response head too large")
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        if headers.get("connection", "").lower() == "close":
-            self.reusable = False
-        return int(parts[1]), headers
-
-    def body_chunks(self, headers: dict[str, str]) -> Iterator[bytes]:
-        """The body as it arrives (chunked, sized, or up to the end of the connection)."""
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            while True:
-                size = int(self._line().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self._line() not in (b"\r\n", b"\n"):
-                        pass
-                    return
-                while size > 0:
-                    data = self._in.read1(min(size, _READ_SIZE))
-                    if not data:
-                        raise WireError("connection closed in a chunk")
-                    size -= len(data)
-                    yield data
-                self._line()
-        elif "content-length" in headers:
-            left = int(headers["content-length"])
-            while left > 0:
-                data = self._in.read1(min(left, _READ_SIZE))
-                if not data:
-                    raise WireError("connection closed in a response body")
-                left -= len(data)
-                yield data
-        else:
-            self.reusable = False
-            while data := self._in.read1(_READ_SIZE):
-                yield data
-
-    def read_body(self, headers: dict[str, str]) -> bytes:
-        """The whole body (at most 1 MiB, else :class:`WireError`)."""
-        body = bytearray()
-        for data in self.body_chunks(headers):
-            body += data
+    def read_response(self) -> tuple[int, dict[str, str], bytes]:
+        """The next response's status, (lower-cased) headers and body (at most 1 MiB, else
+        :class:`WireError`)."""
+        parser = ResponseParser()
+        body = bytearray(parser.feed(self._rest))
+        while not parser.complete:
+            data = self._sock.recv(_READ_SIZE)
+            if not data:
+                parser.finish()
+                break
+            body += parser.feed(data)
             if len(body) > _MAX_BODY:
                 raise WireError("response body too large")
-        return bytes(body)
-
-    def read_response(self) -> tuple[int, dict[str, str], bytes]:
-        status, headers = self.read_head()
-        return status, headers, self.read_body(headers)
+        self._rest = bytes(parser.rest)
+        if parser.to_eof or parser.headers.get("connection", "").lower() == "close":
+            self.reusable = False
+        return parser.status, parser.headers, bytes(body)
 
     def shutdown(self) -> None:
         """Unblock a reader waiting on this connection (from another thread)."""
@@ -198,5 +262,4 @@ class Connection:
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            self._in.close()
             self._sock.close()

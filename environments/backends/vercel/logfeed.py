@@ -24,17 +24,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from .http11 import Endpoint, open_socket
+from .http11 import Endpoint, ResponseParser, WireError, open_socket
 
-_MAX_HEAD = 64 * 1024
 _MAX_ERROR_BODY = 64 * 1024
 _MAX_RECORD = 16 << 20
 _READ_SIZE = 1 << 16
 RETRYABLE = frozenset({429, 502, 503, 504})
 """Statuses the service uses for transient refusals."""
-
-# Where the parser is in the response.
-_HEAD, _SIZE, _DATA, _DATA_END, _TRAILER, _SIZED, _TO_EOF, _DONE = range(8)
 
 
 class StreamBroken(Exception):
@@ -51,104 +47,36 @@ class RecordParser:
     """
 
     def __init__(self) -> None:
-        self._buf = bytearray()
-        self._state = _HEAD
-        self._status = 0
-        self._left = 0
-        self._head = 0
-        self._headers: dict[str, str] = {}
+        self._response = ResponseParser()
         self._records = bytearray()
         self._error = bytearray()
         self.ended = False
 
     def feed(self, data: bytes) -> list[str]:
-        self._buf += data
+        try:
+            body = self._response.feed(data)
+        except WireError as exc:
+            raise StreamBroken(str(exc)) from None
         texts: list[str] = []
-        while not self.ended and self._step(texts):
-            pass
+        self._body(body, texts)
+        if self._response.complete:
+            self._end()
         return texts
 
     def finish(self) -> None:
         """The connection ended: fine after a complete (or to-the-end) body, else broken."""
         if self.ended:
             return
-        if self._state == _TO_EOF:  # its bytes went to the records as they came
-            self._end()
-            return
-        raise StreamBroken("the log stream ended early")
-
-    def _line(self) -> bytes | None:
-        end = self._buf.find(b"\n")
-        if end < 0:
-            if len(self._buf) > _MAX_HEAD:
-                raise StreamBroken("a response line too long")
-            return None
-        line = bytes(self._buf[:end]).rstrip(b"\r")
-        del self._buf[: end + 1]
-        return line
-
-    def _step(self, texts: list[str]) -> bool:
-        """Parse one piece; False when it needs more bytes."""
-        if self._state in (_DATA, _SIZED, _TO_EOF):
-            if not self._buf:
-                return False
-            take = len(self._buf) if self._state == _TO_EOF else min(self._left, len(self._buf))
-            self._body(bytes(self._buf[:take]), texts)
-            del self._buf[:take]
-            self._left -= take
-            if self._state == _DATA and self._left == 0:
-                self._state = _DATA_END
-            elif self._state == _SIZED and self._left == 0:
-                self._end()
-            return True
-        line = self._line()
-        if line is None:
-            return False
-        if self._state == _HEAD:
-            self._head_line(line)
-        elif self._state == _SIZE:
-            try:
-                self._left = int(line.split(b";")[0].strip() or b"0", 16)
-            except ValueError:
-                raise StreamBroken("a malformed chunk size") from None
-            self._state = _DATA if self._left > 0 else _TRAILER
-        elif self._state == _DATA_END:
-            if line:
-                raise StreamBroken("a chunk longer than its size")
-            self._state = _SIZE
-        elif self._state == _TRAILER and not line:
-            self._end()
-        return True
-
-    def _head_line(self, line: bytes) -> None:
-        self._head += len(line) + 1
-        if self._head > _MAX_HEAD:
-            raise StreamBroken("the response head is too large")
-        if self._status == 0:
-            parts = line.split(None, 2)
-            if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-                raise StreamBroken("not an HTTP/1.1 response")
-            self._status = int(parts[1])
-            return
-        if line:
-            name, _, value = line.decode("latin-1").partition(":")
-            self._headers[name.strip().lower()] = value.strip()
-            return
-        if "chunked" in self._headers.get("transfer-encoding", "").lower():
-            self._state = _SIZE
-        elif "content-length" in self._headers:
-            try:
-                self._left = int(self._headers["content-length"])
-            except ValueError:
-                raise StreamBroken("a malformed content-length") from None
-            self._state = _SIZED if self._left > 0 else _DONE
-            if self._state == _DONE:
-                self._end()
-        else:
-            self._state = _TO_EOF
+        try:
+            self._response.finish()
+        except WireError:
+            raise StreamBroken("the log stream ended early") from None
+        self._end()
 
     def _body(self, data: bytes, texts: list[str]) -> None:
-        if self._status != 200:
+        if not data:
+            return
+        if self._response.status != 200:
             self._error += data[: max(0, _MAX_ERROR_BODY - len(self._error))]
             return
         self._records += data
@@ -163,11 +91,11 @@ class RecordParser:
             raise StreamBroken("a log record too large")
 
     def _end(self) -> None:
-        self._state = _DONE
-        if self._status != 200:
+        status = self._response.status
+        if status != 200:
             code = error_code(bytes(self._error))
-            if self._status in RETRYABLE or self._status >= 500 or code == "sandbox_stream_closed":
-                raise StreamBroken(f"HTTP {self._status}")
+            if status in RETRYABLE or status >= 500 or code == "sandbox_stream_closed":
+                raise StreamBroken(f"HTTP {status}")
         elif bytes(self._records).strip():
             raise StreamBroken("a truncated record")
         self.ended = True  # refused for good (stopped, gone), or the process ended

@@ -3,7 +3,7 @@
 The SDK is renaming ``run_process``/``create_process`` to ``run_command``/
 ``create_command``; only :meth:`VercelApi.run` and :meth:`VercelApi.start_shell`
 name them. Every SDK error leaves this module as an sbx error with one line that
-never contains a credential (:func:`translating`).
+never contains a credential (:func:`.errors.translating`).
 
 Reading a live process's output needs the SDK's log stream itself: its public
 readers block until a newline or a character count, which sentinel framing
@@ -11,9 +11,9 @@ cannot use. :meth:`VercelApi.logs` iterates ``SandboxService.process_logs`` the
 way the SDK's own sync readers do (``iter_coroutine``); that reach into
 non-public names is why the SDK version is pinned and checked by a test.
 
-The session shell's two per-call endpoints (stdin, the log stream) are spoken
-directly by :mod:`.wire` (at :meth:`VercelApi.base_url`, with these credentials);
-this module stays the only one that calls the SDK.
+The session shell's two per-call endpoints are spoken directly, stdin by :mod:`.wire`
+and the log stream by :mod:`.logfeed` (at :meth:`VercelApi.base_url`, with these
+credentials); this module stays the only one that calls the SDK.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from vercel.sandbox import (
     NetworkPolicy,
     SandboxApiError,
     SandboxCredentials,
-    SandboxCredentialsError,
     SandboxError,
     SandboxPathNotFoundError,
     SandboxQueryByName,
@@ -52,11 +51,11 @@ from environments.errors import (
     CredentialsMissing,
     QuotaExceeded,
     SandboxNotFound,
-    ServiceUnreachable,
 )
 from environments.errors import SandboxError as SbxSandboxError
 
 from .config import VercelConfig
+from .errors import translating
 
 SDK_VERSION = "0.10.0"
 """The ``vercel-sandbox`` version this adapter and the test fake were written against."""
@@ -103,44 +102,6 @@ def resolve_credentials(
         "no Vercel Sandbox credentials: set VERCEL_OIDC_TOKEN, or VERCEL_TOKEN with "
         "VERCEL_TEAM_ID and VERCEL_PROJECT_ID (or SBX_VERCEL_SANDBOX_TOKEN, _TEAM_ID, _PROJECT_ID)"
     )
-
-
-@contextlib.contextmanager
-def translating(what: str, where: str = "") -> Iterator[None]:
-    """Turn an SDK or transport error raised inside into the sbx error it means."""
-    try:
-        yield
-    except (SbxSandboxError, FileNotFoundError):
-        raise
-    except SandboxApiError as exc:
-        raise api_error(exc, what) from None
-    except SandboxCredentialsError:
-        raise CredentialsMissing(f"{what}: Vercel credentials could not be resolved") from None
-    except httpx2.TransportError as exc:
-        target = f" at {where}" if where else ""
-        raise ServiceUnreachable(
-            f"{what}: Vercel Sandbox API{target} unreachable ({type(exc).__name__})"
-        ) from None
-    except (SandboxError, OSError) as exc:
-        raise SbxSandboxError(f"{what}: {type(exc).__name__}: {_first_line(exc)}") from None
-
-
-def api_error(exc: SandboxApiError, what: str) -> SbxSandboxError:
-    status, code = exc.status_code, exc.code or "no code"
-    if status in (401, 403):
-        return AuthenticationFailed(
-            f"{what}: Vercel Sandbox rejected the credentials (HTTP {status}, {code}); "
-            "check the token, team id and project id"
-        )
-    if status in (402, 429):
-        return QuotaExceeded(f"{what}: Vercel Sandbox quota or rate limit (HTTP {status}, {code})")
-    if status in (404, 410):
-        return SandboxNotFound(f"{what}: not found on Vercel Sandbox (HTTP {status}, {code})")
-    return SbxSandboxError(f"{what}: Vercel Sandbox API error (HTTP {status}, {code})")
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).splitlines() or [""])[0][:300]
 
 
 @dataclass(frozen=True)
