@@ -224,6 +224,28 @@ def check_cancel_kills_tree(make: Factory) -> None:
         assert ok(env, 'echo "$SBX_CONF_CANCEL"') == "kept\n"
 
 
+def check_stopped_shell_replaced(make: Factory) -> None:
+    """A command that stops its own session shell ends with its timeout; the next call runs
+    on a new shell with the session's state (``shell_restarted``), and the stopped shell is
+    ended rather than left behind in the sandbox."""
+    tag = str(70000 + secrets.randbelow(9999))
+    with sandbox(make) as env:
+        ok(env, "export SBX_CONF_WEDGE=kept")
+        # The shell's pid and kernel start time: a pid alone may be another process's later.
+        pid, start = ok(env, 'read -r l < /proc/$$/stat; set -- ${l##*) }; echo "$$ ${20}"').split()
+        result = run(env, f"kill -STOP $$; sleep {tag}", timeout=1)
+        assert result.timed_out and result.exit_code == 124, result
+        after = run(env, 'echo "$SBX_CONF_WEDGE"')
+        assert after.exit_code == 0 and after.output == "kept\n", after
+        assert after.shell_restarted, after
+        stopped = (
+            f"{{ read -r l < /proc/{pid}/stat && set -- ${{l##*) }} && "
+            f'[ "${{20}}" = {start} ] && [ "$1" = T ]; }} 2>/dev/null'
+        )
+        assert wait_in_sandbox(env, f"! {stopped}"), "the stopped shell was left behind"
+        assert count_processes(env, f"sleep {tag}") == 0
+
+
 def check_env_per_call(make: Factory) -> None:
     """``env=`` applies to that call only, with exact values."""
     with sandbox(make) as env:

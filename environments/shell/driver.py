@@ -53,6 +53,8 @@ TIMEOUT_EXIT_CODE = 124
 CANCELLED_EXIT_CODE = 130
 # How often a running command checks its cancel event.
 _CANCEL_POLL_S = 0.05
+# How long a shell that stops answering gets before it is replaced (at least the kill grace).
+_SHELL_PATIENCE_S = 5.0
 
 
 class SessionShell:
@@ -202,7 +204,8 @@ class SessionShell:
                     self.restarts > restarts_before, cancel, on_output,
                 )  # fmt: skip
             except _ShellWasGone:
-                # The shell died before it read our command: nothing ran, so retry once.
+                # The shell died or stalled before it read our command: nothing ran, so
+                # retry once (on a new shell).
                 if attempt == 2:
                     raise SandboxDead("the session shell died before it ran the command") from None
         raise AssertionError("unreachable")
@@ -284,11 +287,22 @@ class SessionShell:
         phase = "run"  # run -> term -> kill -> wedged
         deadline = time.monotonic() + timeout
         cancelled = False
+        patience = max(self.kill_grace, _SHELL_PATIENCE_S)
+        # The parent has not ended the last command yet: it may never (stopped, say), and
+        # then no subshell takes this line. Checked until the pid marker or that end comes.
+        stall_at = time.monotonic() + patience if self._end_pending else None
         while exit_code is None:
             wait = max(0.0, deadline - time.monotonic())
             if cancel is not None and phase == "run":
                 wait = min(wait, _CANCEL_POLL_S)
+            if stall_at is not None:
+                wait = min(wait, max(0.0, stall_at - time.monotonic()))
             chunk = channel.read(wait)
+            if chunk is None and stall_at is not None and time.monotonic() >= stall_at:
+                # Nothing took the line, so nothing ran: replace the shell (closing it
+                # kills its tree) and let the caller run the command on a new one.
+                self.close()
+                raise _ShellWasGone()
             if chunk is None and phase == "run" and time.monotonic() < deadline:
                 if cancel is None or not cancel.is_set():
                     continue
@@ -298,7 +312,7 @@ class SessionShell:
                     phase, deadline = "term", time.monotonic() + self.kill_grace
                     signal_group(self._kill_group, pgid, signal.SIGTERM)
                 elif phase == "term":
-                    phase, deadline = "kill", time.monotonic() + max(self.kill_grace, 5.0)
+                    phase, deadline = "kill", time.monotonic() + patience
                     signal_group(self._kill_group, pgid, signal.SIGKILL)
                 else:
                     # The shell itself does not answer: replace it.
@@ -321,6 +335,7 @@ class SessionShell:
                         on_output(event.data)
                 elif event.kind == KIND_PGID:
                     pgid = marker_number(event.payload)
+                    stall_at = None
                 elif event.kind == KIND_ENV:
                     new_env = self._parse_env(event.payload)
                 elif event.kind == KIND_CWD:
@@ -335,6 +350,7 @@ class SessionShell:
                     if self._end_pending:
                         # The parent's end of a command already answered by its X.
                         self._end_pending = False
+                        stall_at = None
                     elif self._serving and pgid is None:
                         # A waiting subshell ended before it took a line (its pid comes
                         # first); the parent forked another, which takes ours.
@@ -389,7 +405,8 @@ class SessionShell:
 
 
 class _ShellWasGone(Exception):
-    """The shell's stream ended before the command started (no pid marker, no output)."""
+    """The shell ended, or stopped answering, before the command started (no pid marker,
+    no output): nothing ran."""
 
 
 def _status(payload: bytes) -> int:

@@ -79,14 +79,21 @@ class ClosesOnce:
 
     on_close: Callable[[], None] | None = None
     _closed: bool = False
+    _closing: bool = False
 
     def _close_once(self) -> bool:
-        """Mark the channel closed and run ``on_close`` (its errors suppressed); False when
-        it was closed already."""
-        if self._closed:
+        """Run ``on_close`` (its errors suppressed), then mark the channel closed; False when
+        it was closed (or is being closed) already.
+
+        ``on_close`` sees the channel as it was: whether the shell's stream already ended
+        is what decides if a shell dropped mid-command still needs killing."""
+        if self._closed or self._closing:
             return False
-        self._closed = True
-        if self.on_close is not None:
-            with contextlib.suppress(Exception):
-                self.on_close()
+        self._closing = True
+        try:
+            if self.on_close is not None:
+                with contextlib.suppress(Exception):
+                    self.on_close()
+        finally:
+            self._closed = True
         return True

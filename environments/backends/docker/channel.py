@@ -58,8 +58,8 @@ class FrameDecoder:
 class DockerExecChannel(ClosesOnce):
     """The shell started by ``exec_start(socket=True)``, read and written through the socket.
 
-    ``on_close`` is called once by :meth:`close` (the environment kills the shell
-    there with a second exec if it is still running a command).
+    ``on_close`` is called once by :meth:`close`, before the socket is closed (the
+    environment kills the shell there with a second exec if its stream is still open).
     """
 
     def __init__(self, raw: Any, on_close: Callable[[], None] | None = None) -> None:

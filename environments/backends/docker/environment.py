@@ -217,8 +217,8 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
         return channel
 
     def _kill_shell(self, channel: DockerExecChannel, pid: int) -> None:
-        # Closing stdin ends an idle shell; a wedged one needs a kill. Not when
-        # the container itself goes away next.
+        # A shell whose stream is still open is killed with its tree: a wedged one
+        # (stopped, say) would not end on EOF. Not when the container goes away next.
         if self._closing or channel.peer_gone():
             return
         with contextlib.suppress(SandboxError, APIError):

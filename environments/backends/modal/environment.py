@@ -200,9 +200,9 @@ class ModalEnvironment(HelperPtyOps, SandboxShellEnvironment):
         return channel
 
     def _end_shell(self, channel: ModalExecChannel, pid: int) -> None:
-        # EOF on stdin (sent by the channel) ends an idle shell; one dropped
-        # mid-command (wedged after a timeout) is killed with its tree. Not
-        # when the sandbox itself goes away next.
+        # A shell whose stream is still open is killed with its tree: a wedged one
+        # (stopped, say) would not end on the EOF the channel sends. Not when the
+        # sandbox itself goes away next.
         if self._closing or channel.peer_gone:
             return
         with contextlib.suppress(SandboxError):

@@ -183,8 +183,8 @@ class SSHEnvironment(HelperPtyOps, ShellEnvironment):
     def _release_shell(
         self, channel: SSHProcessChannel, pooled: PooledConnection, pid: int
     ) -> None:
-        # Closing stdin ends an idle shell (close() runs between calls); a shell
-        # dropped mid-command (wedged after a timeout) is killed with its tree.
+        # A shell whose stream is still open is killed with its tree: a wedged one
+        # (stopped, say) would not end when its stdin closes.
         try:
             if not self._closing and not channel.peer_gone:
                 with contextlib.suppress(SandboxError, OSError, TimeoutError):

@@ -98,13 +98,14 @@ class VercelShellChannel:
     has a direct address; when that stream breaks, or without a direct address, the
     SDK's reader replays the log on a pump thread of its own (what was delivered
     already is skipped). ``on_close`` runs once in :meth:`close`, before the shell's
-    stdin is closed and the process killed (the environment kills a wedged shell's
-    tree there)."""
+    stdin is closed and the process killed (the environment kills the tree of a shell
+    whose stream is still open there)."""
 
     def __init__(self, api: VercelApi, process: Process) -> None:
         self._api = api
         self.process = process
         self._closed = False
+        self._closing = False
         self._eof = False
         self._pending = b""
         self._ended = threading.Event()
@@ -220,13 +221,17 @@ class VercelShellChannel:
         return self._ended.wait(max(0.0, deadline - time.monotonic()))
 
     def close(self) -> None:
-        if self._closed:
+        if self._closed or self._closing:
             return
-        self._closed = True
+        # ``on_close`` sees the stream as it was (a shell dropped mid-command is killed).
+        self._closing = True
+        try:
+            if self.on_close is not None:
+                with contextlib.suppress(Exception):
+                    self.on_close()
+        finally:
+            self._closed = True
         self._stdin.close()
-        if self.on_close is not None:
-            with contextlib.suppress(Exception):
-                self.on_close()
         if not self._ended.is_set() and not self.abandon:
             self._api.close_stdin(self.process)  # an idle shell ends on EOF
             if not self._wait_end(2.0):

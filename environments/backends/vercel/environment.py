@@ -147,8 +147,8 @@ class VercelEnvironment(HelperPtyOps, ShellEnvironment):
         return launch_args(self.config.stream_encoder, self.config.shell)
 
     def _release_shell(self, channel: VercelShellChannel, pid: int) -> None:
-        # Closing stdin ends an idle shell; a wedged one (after a timeout) needs its
-        # tree killed. Not when the sandbox itself goes away next.
+        # A shell whose stream is still open is killed with its tree: a wedged one
+        # (stopped, say) would not end on EOF. Not when the sandbox goes away next.
         if self._closing or channel.peer_gone:
             return
         with contextlib.suppress(SandboxError, OSError):
