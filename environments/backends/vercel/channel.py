@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 
 from environments.shell.framing import read_line
-from environments.shell.queued import QueuedOutput
+from environments.shell.queued import ClosesOnce, QueuedOutput
 
 from .logfeed import LogFeed, StreamBroken
 from .sdk import Process, VercelApi
@@ -91,7 +91,7 @@ class StreamDecoder:
         return bytes(out)
 
 
-class VercelShellChannel:
+class VercelShellChannel(ClosesOnce):
     """:class:`~environments.shell.channel.Channel` over the shell's SDK process.
 
     Output is read on the reading thread itself (:class:`.logfeed.LogFeed`) when the API
@@ -105,7 +105,6 @@ class VercelShellChannel:
         self._api = api
         self.process = process
         self._closed = False
-        self._closing = False
         self._eof = False
         self._pending = b""
         self._ended = threading.Event()
@@ -221,16 +220,8 @@ class VercelShellChannel:
         return self._ended.wait(max(0.0, deadline - time.monotonic()))
 
     def close(self) -> None:
-        if self._closed or self._closing:
+        if not self._close_once():
             return
-        # ``on_close`` sees the stream as it was (a shell dropped mid-command is killed).
-        self._closing = True
-        try:
-            if self.on_close is not None:
-                with contextlib.suppress(Exception):
-                    self.on_close()
-        finally:
-            self._closed = True
         self._stdin.close()
         if not self._ended.is_set() and not self.abandon:
             self._api.close_stdin(self.process)  # an idle shell ends on EOF
