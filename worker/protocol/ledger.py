@@ -352,7 +352,12 @@ def read_route(
 ) -> dict[str, str] | None:
     """The route of ``process_id`` (``{"queue", "session", "worker"}``), or None;
     ``receipt``: where its receipt is instead."""
-    raw: Any = client.get(receipt_route_key(process_id) if receipt else route_key(process_id))
+    key = receipt_route_key(process_id) if receipt else route_key(process_id)
+    return parse_route(client.get(key))
+
+
+def parse_route(raw: Any) -> dict[str, str] | None:
+    """A stored route (``{"queue", "session", "worker"}``), or None for nothing or garbage."""
     if not raw:
         return None
     try:

@@ -27,10 +27,11 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from worker.broker.sender import CallSender
-from worker.protocol.ledger import ROUTE_PREFIX, claim_key, read_route
+from worker.protocol.ledger import claim_key, read_route
 from worker.protocol.mac import answer_opener, message_body, prove
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.revocations import read_epoch
+from worker.service.process_routes import session_routes
 
 if TYPE_CHECKING:
     from worker.service.runtime import WorkerRuntime
@@ -85,14 +86,8 @@ class ProcessForwarder:
 
     def session_queues(self, session_id: str) -> set[str]:
         """Queues of the other workers holding a running process of ``session_id``."""
-        client = self.runtime.ledger.client
-        queues: set[str] = set()
-        for key in client.scan_iter(match=ROUTE_PREFIX + "*", count=500):
-            name = key.decode() if isinstance(key, bytes) else str(key)
-            route = read_route(client, name[len(ROUTE_PREFIX) :])
-            if route and route.get("session") == session_id and route["queue"] != self.own_queue:
-                queues.add(route["queue"])
-        return queues
+        routes = session_routes(self.runtime.ledger.client, session_id)
+        return {r["queue"] for r in routes.values() if r["queue"] != self.own_queue}
 
     def forward(
         self, queue: str, args: dict[str, Any], session_id: str, backend: str, wait: float

@@ -2,8 +2,10 @@
 
 A running process is routed to the worker holding it (``sbx:process:<id>`` ->
 ``{"queue", "session", "worker"}``, its own queue), so clients send later actions
-there. A finished process is only a receipt: its route goes (any worker on that
-home answers from the receipt) and a receipt route says which worker's home holds
+there; the session's index (``sbx:session:<id>:processes``) names its routed
+processes, so finding a session's processes reads that session's routes only, however
+many the fleet runs. A finished process is only a receipt: its route goes (any worker on
+that home answers from the receipt) and a receipt route says which worker's home holds
 it. Ledger errors are logged, never raised: a missing route costs a forward, not
 a call.
 """
@@ -12,13 +14,40 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import redis
 
 from process_registry.receipts import DEFAULT_MAX_AGE
-from worker.protocol.ledger import receipt_route_key, route_key
+from worker.protocol.ledger import parse_route, receipt_route_key, route_key
 
 log = logging.getLogger(__name__)
+
+_MAX_AGE_S = int(DEFAULT_MAX_AGE)
+
+
+def session_index_key(session_id: str) -> str:
+    """Redis set of the ids of ``session_id``'s routed (running) processes."""
+    return f"sbx:session:{session_id}:processes"
+
+
+def session_routes(client: redis.Redis, session_id: str) -> dict[str, dict[str, str]]:
+    """The routes of ``session_id``'s running processes by process id, in two round trips
+    (an index entry whose route is gone is skipped: the index expires with its last
+    route). Raises ``redis.RedisError``."""
+    ids = sorted(
+        m.decode() if isinstance(m, bytes) else str(m)
+        for m in client.smembers(session_index_key(session_id))
+    )
+    if not ids:
+        return {}
+    raws: list[Any] = client.mget([route_key(i) for i in ids])
+    routes: dict[str, dict[str, str]] = {}
+    for process_id, raw in zip(ids, raws, strict=True):
+        route = parse_route(raw)
+        if route is not None and route.get("session") == session_id:
+            routes[process_id] = route
+    return routes
 
 
 class ProcessRoutes:
@@ -46,7 +75,11 @@ class ProcessRoutes:
         if self.client is None or self.worker_queue is None:
             return
         try:
-            self.client.set(route_key(process_id), self._where(session_id), ex=int(DEFAULT_MAX_AGE))
+            pipe = self.client.pipeline(transaction=False)
+            pipe.set(route_key(process_id), self._where(session_id), ex=_MAX_AGE_S)
+            pipe.sadd(session_index_key(session_id), process_id)
+            pipe.expire(session_index_key(session_id), _MAX_AGE_S)
+            pipe.execute()
         except redis.RedisError:
             log.warning("could not record the route of %s", process_id, exc_info=True)
 
@@ -57,6 +90,7 @@ class ProcessRoutes:
         try:
             pipe = self.client.pipeline(transaction=False)
             pipe.delete(route_key(process_id))
+            pipe.srem(session_index_key(owner), process_id)
             if self.worker_queue is not None:
                 pipe.set(receipt_route_key(process_id), self._where(owner), ex=self.receipt_ttl_s)
             pipe.execute()
