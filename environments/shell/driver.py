@@ -39,7 +39,6 @@ from environments.shell.script import (
     REBASE_REQUEST,
     REBASE_STATUS,
     SERVING,
-    SHELL_MANAGED,
     bootstrap_script,
     command_script,
     restore_lines,
@@ -48,6 +47,7 @@ from environments.shell.script import (
     serve_line,
     statements_line,
 )
+from environments.shell.state import DumpParser, adopted_env
 
 TIMEOUT_EXIT_CODE = 124
 CANCELLED_EXIT_CODE = 130
@@ -92,8 +92,7 @@ class SessionShell:
         """Pid of the live shell in the sandbox's pid namespace (None: not started)."""
         self.shell_start: int | None = None
         """Kernel start time of :attr:`shell_pid` (None where ``/proc`` is missing)."""
-        self._last_dump = b""
-        self._last_dump_env: dict[str, str] = {}
+        self._dumps = DumpParser()
         # The parent shell's E of the last command is still to come (its X answered).
         self._end_pending = False
         # The shell forks each command's subshell ahead (script.py); set at start.
@@ -337,7 +336,7 @@ class SessionShell:
                     pgid = marker_number(event.payload)
                     stall_at = None
                 elif event.kind == KIND_ENV:
-                    new_env = self._parse_env(event.payload)
+                    new_env = self._dumps.parse(event.payload)
                 elif event.kind == KIND_CWD:
                     new_cwd = event.payload.decode("utf-8", "surrogateescape")
                 elif event.kind == KIND_NO_WORKDIR:
@@ -364,7 +363,9 @@ class SessionShell:
         if no_workdir:
             raise WorkdirNotFound(f"workdir does not exist: {workdir} (nothing was run)")
         if not timed_out and exit_code is not None and new_env is not None:
-            self._adopt(new_env, new_cwd, workdir, overrides)
+            self.env = adopted_env(new_env, overrides, self.env)
+            if new_cwd and not workdir:
+                self.cwd = new_cwd
         if cancelled:
             code = CANCELLED_EXIT_CODE
         elif timed_out:
@@ -377,32 +378,6 @@ class SessionShell:
         return ShellResult(
             capture, code, timed_out and not cancelled, self.cwd, restarted, cancelled
         )
-
-    def _parse_env(self, dump: bytes) -> dict[str, str]:
-        """Parse an ``export -p`` dump; most commands change nothing, so reuse the last parse."""
-        if dump != self._last_dump:
-            self._last_dump, self._last_dump_env = dump, parse_export_dump(dump)
-        return dict(self._last_dump_env)
-
-    def _adopt(
-        self,
-        new_env: dict[str, str],
-        new_cwd: str | None,
-        workdir: str | None,
-        overrides: dict[str, str],
-    ) -> None:
-        """Make the command's final state the session's state."""
-        for name, value in overrides.items():
-            # A per-call variable is not session state unless the command changed it.
-            if new_env.get(name) == value:
-                if name in self.env:
-                    new_env[name] = self.env[name]
-                else:
-                    new_env.pop(name, None)
-        self.env = {k: v for k, v in new_env.items() if k not in SHELL_MANAGED}
-        if new_cwd and not workdir:
-            self.cwd = new_cwd
-
 
 class _ShellWasGone(Exception):
     """The shell ended, or stopped answering, before the command started (no pid marker,

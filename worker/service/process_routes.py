@@ -35,10 +35,8 @@ def session_routes(client: redis.Redis, session_id: str) -> dict[str, dict[str, 
     """The routes of ``session_id``'s running processes by process id, in two round trips
     (an index entry whose route is gone is skipped: the index expires with its last
     route). Raises ``redis.RedisError``."""
-    ids = sorted(
-        m.decode() if isinstance(m, bytes) else str(m)
-        for m in client.smembers(session_index_key(session_id))
-    )
+    members: Any = client.smembers(session_index_key(session_id))
+    ids = [m.decode() if isinstance(m, bytes) else str(m) for m in members]
     if not ids:
         return {}
     raws: list[Any] = client.mget([route_key(i) for i in ids])
