@@ -91,7 +91,12 @@ class SandboxNotFound(SandboxError, LookupError):
 
 
 class WorkdirNotFound(SandboxError, FileNotFoundError):
-    """The requested working directory does not exist in the sandbox; nothing was run."""
+    """The requested working directory does not exist in the sandbox; nothing was run.
+    ``cwd``, where known, is the session's working directory now."""
+
+    def __init__(self, message: str, *, cwd: str | None = None) -> None:
+        super().__init__(message)
+        self.cwd = cwd
 
 
 class InvalidCommand(SandboxError, ValueError):
@@ -100,4 +105,3 @@ class InvalidCommand(SandboxError, ValueError):
 
 class SandboxDead(SandboxError, ConnectionError):
     """The sandbox or its session shell is gone and could not be brought back."""
-

@@ -24,8 +24,12 @@ fifo = os.open(in_path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
 out = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
 pid = os.fork()
 if pid == 0:
-    for s in sigs:
-        signal.signal(s, signal.SIG_DFL)
+    for s in signal.valid_signals():
+        try:
+            signal.signal(s, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
     for fd in (0, 1, 2):
         os.dup2(slave, fd)
     os.closerange(3, 65536)
@@ -69,9 +73,11 @@ with open(tmp, "w") as f:
 os.replace(tmp, status_path)
 """
 """Args: ``OUTPUT STATUS INPUT_FIFO COMMAND READY_FD``. Leads its own session (when it
-does not yet), starts COMMAND on a new pty, writes one byte to READY_FD once the FIFO is
-open and the command forked, appends the terminal's output to OUTPUT, feeds the FIFO's
-bytes to the terminal, and writes the exit status (128+N for signal N) to STATUS."""
+does not yet), starts COMMAND on a new pty with every signal at its default disposition
+and none blocked (not Python's ignored SIGPIPE and SIGXFSZ, nor the relay's own: an
+ignored signal survives ``exec``), writes one byte to READY_FD once the FIFO is open and
+the command forked, appends the terminal's output to OUTPUT, feeds the FIFO's bytes to
+the terminal, and writes the exit status (128+N for signal N) to STATUS."""
 
 
 class InputUnavailable(OSError):

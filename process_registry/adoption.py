@@ -6,13 +6,17 @@ restarting workers never both take one):
 * a receipt exists already: its writer died between receipt and checkpoint
   removal; just remove the checkpoint;
 * the writer still runs, or the environment is unreachable: skip it;
-* the status file holds an exit code: the command ended (its wrapper is
-  exiting); finalize with that true code, never signal;
-* pid + start time + boot id match -- the worker host's for local processes,
-  the sandbox kernel's (through the sandbox) for the others: adopt and watch it;
+* pid + start time + boot id match a live process -- the worker host's for
+  local processes, the sandbox kernel's (through the sandbox) for the others:
+  adopt and watch it, *whatever its status file says*. The sandbox can write
+  that file (it lies in the session's spool): were it believed while the
+  process runs, a forged code would finalize a live process and leave it
+  running untracked, uncapped and unkillable. A wrapper that wrote its status
+  and is exiting is adopted and finalized a moment later, with that code;
 * anything else (ended, recycled pid, another boot): finalize without
-  signalling; with no status file the receipt says ``lost``, never an
-  invented exit code.
+  signalling, with the code of the status file -- only now, the process being
+  gone, does it count; with no status file the receipt says ``lost``, never
+  an invented exit code.
 """
 
 from __future__ import annotations
@@ -34,9 +38,8 @@ Action = Literal["adopt", "finalize", "skip"]
 
 def _decide(reg: ProcessTable, rec: ProcessRecord, env: Environment) -> tuple[Action, str]:
     if env.processes_on_worker_host and rec.boot_id is not None:
+        # The status file is not asked: a live, matching process is adopted (see above).
         decision = adoptable(rec, me=reg.checkpoints.me, writer_gone=reg.writer_gone)
-        if decision.action == "adopt" and status_file_code(env, rec.status_path) is not None:
-            return "finalize", "its command has ended (status file written)"
         return decision.action, decision.reason
     if not reg.writer_gone(rec.writer):
         return "skip", "its writer is still running"
@@ -47,9 +50,14 @@ def _decide_in_sandbox(rec: ProcessRecord, env: Environment) -> tuple[Action, st
     """The PID-safety rule inside a sandbox: its kernel's boot id, then pid + start time."""
     if rec.boot_id is not None and env.boot_id() not in (None, rec.boot_id):
         return "finalize", "recorded under another boot of the sandbox's kernel"
+    running = env.is_running(rec.spawned())
+    if running and rec.pid_start_time is not None:
+        return "adopt", "running: pid and start time match"
+    # Without a recorded start time a live pid may be a recycled one: then an exit code
+    # the wrapper left says the command ended, and the pid is not signalled.
     if status_file_code(env, rec.status_path) is not None:
         return "finalize", "its command has ended (status file written)"
-    if env.is_running(rec.spawned()):
+    if running:
         return "adopt", "running"
     return "finalize", "ended"
 

@@ -52,6 +52,11 @@ class IntegrityError(ProcessTableError, ValueError):
     """A stored receipt does not match its own hash."""
 
 
+class OutputUnreadable(ProcessTableError):
+    """A process's output file is something the worker does not read (the sandbox
+    replaced it by a symlink, a FIFO): a ``log`` read answers ``error``."""
+
+
 class InvalidRead(ProcessTableError, Invalid):
     """A ``log`` read with a negative or out-of-range offset or limit."""
 

@@ -10,6 +10,8 @@ callers get. Everything that can carry a secret is redacted here.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -24,12 +26,23 @@ from .in_context import (
     redact_between,
     settled_length,
 )
-from .models import LogChunk, ProcessInfo, ProcessRecord, ProcessState, Receipt
+from .models import (
+    LogChunk,
+    OutputUnreadable,
+    ProcessInfo,
+    ProcessRecord,
+    ProcessState,
+    Receipt,
+)
 from .output_cap import CapState, lead_cut
 from .receipts import ReceiptStore, excerpt
 
 TAIL_BYTES = 2048
 """How much of the output end a :class:`ProcessInfo` carries."""
+
+CHAR_CONTEXT = 4
+"""Bytes a ``log`` read takes on each side of its window at least: enough to finish a
+character the window starts inside of, or to return a whole one past a tiny ``limit``."""
 
 
 @dataclass
@@ -81,10 +94,63 @@ def utf8_cut(data: bytes) -> int:
     return n
 
 
+def _sequence_length(lead: int) -> int:
+    """Bytes of the UTF-8 sequence ``lead`` begins (1 for ASCII and for a stray byte)."""
+    if lead & 0xE0 == 0xC0:
+        return 2
+    if lead & 0xF0 == 0xE0:
+        return 3
+    return 4 if lead & 0xF8 == 0xF0 else 1
+
+
+def first_char(data: bytes) -> int:
+    """Bytes of the character ``data`` starts with: its whole UTF-8 sequence, 1 for a
+    byte that begins no valid sequence (it decodes as U+FFFD), 0 when ``data`` ends
+    before the sequence does (or is empty)."""
+    if not data:
+        return 0
+    need = _sequence_length(data[0])
+    for i in range(1, need):
+        if i >= len(data):
+            return 0
+        if data[i] & 0xC0 != 0x80:
+            return 1
+    return need
+
+
+def inside_char(before: bytes, data: bytes) -> int:
+    """Bytes at the start of ``data`` that finish a character begun in ``before`` (the
+    bytes just ahead of it): 0 when ``data`` starts at a character (or a stray byte)."""
+    stray = 0
+    while stray < min(3, len(data)) and data[stray] & 0xC0 == 0x80:
+        stray += 1
+    if not stray:
+        return 0
+    tail = before[-3:]
+    for back in range(1, len(tail) + 1):
+        lead = tail[-back]
+        if lead & 0xC0 == 0x80:
+            continue
+        return min(stray, max(0, _sequence_length(lead) - back))
+    return 0
+
+
+def unreadable(exc: OSError) -> str:
+    """Why an output file could not be read, in words that name no host path."""
+    if exc.errno == errno.ELOOP:
+        return "it was replaced by a symbolic link"
+    if isinstance(exc, IsADirectoryError):
+        return "it was replaced by a directory"
+    if exc.errno == errno.EINVAL or exc.errno is None:
+        return "it is not a regular file (a FIFO, socket or device)"
+    return os.strerror(exc.errno)
+
+
 def status_file_code(env: Environment, status_path: str) -> int | None:
-    """The exit code the wrapper recorded, or None when the file is missing or torn."""
+    """The exit code the wrapper recorded, or None when the file is missing, torn or
+    not a regular file (the sandbox can write it: never trust more than a number)."""
     try:
-        raw = env.read_file(status_path)
+        raw = env.read_file(status_path, 0, 64)  # a code is a few bytes, whatever is there
     except OSError:
         return None
     try:
@@ -94,7 +160,11 @@ def status_file_code(env: Environment, status_path: str) -> int | None:
 
 
 def output_size(rec: ProcessRecord, env: Environment, cap: int = 0) -> tuple[int, int]:
-    """``(bytes written, bytes discarded by the cap)`` of the output file ((0, 0) when missing)."""
+    """``(bytes written, bytes discarded by the cap)`` of the output file ((0, 0) when missing).
+
+    Raises ``OSError`` when something else is there (the sandbox writes its
+    processes' spool: a symlink, a FIFO): see :func:`draft_receipt`.
+    """
     try:
         window = env.read_output(rec.output_path, 0, 0, cap)
     except FileNotFoundError:
@@ -115,7 +185,9 @@ def draft_receipt(
 
     ``cap`` bounds the excerpt; ``output_cap`` is the file's on-disk cap: its
     discarded head is never read (the excerpt says how much went) and
-    ``output_bytes`` is still everything the process wrote.
+    ``output_bytes`` is still everything the process wrote. An output file the
+    sandbox replaced by something unreadable (a symlink, a FIFO) never costs the
+    receipt: its ``output`` says why there is none, ``output_bytes`` is 0.
     """
 
     def read_at(off: int, n: int) -> bytes:
@@ -126,6 +198,8 @@ def draft_receipt(
         output, cut = excerpt(read_at, total, cap, start=gone)
     except FileNotFoundError:
         total, output, cut = 0, "", False
+    except OSError as exc:
+        total, output, cut = 0, f"[output unreadable: {unreadable(exc)}]", False
     final: ProcessState = "lost" if status == "running" else status
     return Receipt(
         process_id=rec.process_id,
@@ -165,14 +239,33 @@ def make_chunk(
     ``total``: the stream's size when known; ``moved``: the read was moved up to
     the discard boundary, so ``data`` starts mid-stream (see :func:`lead_cut`).
     ``before``/``after``: the stream's bytes around ``data`` (up to
-    :data:`~process_registry.in_context.CONTEXT_BYTES` each), which redaction
-    reads so that a window cut inside a secret never shows part of it.
+    :data:`~process_registry.in_context.CONTEXT_BYTES` each, at least
+    :data:`CHAR_CONTEXT`), which redaction reads so that a window cut inside a
+    secret never shows part of it.
+
+    Characters are never split: a read whose ``offset`` falls inside a UTF-8
+    sequence starts at the next character (``offset`` of the chunk says where),
+    and one whose ``limit`` is smaller than the character there returns that
+    character whole (up to 3 bytes past ``limit``), so every read that is not
+    at the end of the output advances.
     """
     if moved:
         skip = lead_cut(data, line=redact_live)
         before, data, offset = data[:skip], data[skip:], offset + skip
+    elif data and data[0] & 0xC0 == 0x80:  # a continuation byte: ``offset`` may be inside
+        # The rest of a character begun before ``offset`` may run past a tiny window.
+        stream, end = data + after, len(data)
+        skip = inside_char(before, stream[:CHAR_CONTEXT])
+        before, offset = before + stream[:skip], offset + skip
+        data, after = stream[skip : max(skip, end)], stream[max(skip, end) :]
     more = offset + len(data) < total if total is not None else len(data) == limit
     keep = utf8_cut(data) if (more or not ended) else len(data)
+    if keep == 0 and more:
+        # ``limit`` is smaller than the character here: return it whole, or a client
+        # following ``next_offset`` would ask for the same bytes forever.
+        whole = data + after[:CHAR_CONTEXT]
+        keep = first_char(whole)
+        data, after = whole, after[len(whole) - len(data) :]
     if redact_live and not ended and not more:
         keep = settled_length(data[:keep], final=False)
     text = data[:keep].decode(errors="replace")
@@ -198,7 +291,7 @@ def live_chunk(t: Tracked, offset: int, limit: int, *, redact_live: bool) -> Log
     exec in a remote sandbox).
     """
     ended = t.done.is_set()
-    context = CONTEXT_BYTES if redact_live else 0
+    context = CONTEXT_BYTES if redact_live else CHAR_CONTEXT
     low = max(0, offset - context)
     try:
         window = t.env.read_output(
@@ -206,6 +299,10 @@ def live_chunk(t: Tracked, offset: int, limit: int, *, redact_live: bool) -> Log
         )
     except FileNotFoundError:
         return None
+    except OSError as exc:  # the sandbox put something else there: say so, never raise
+        raise OutputUnreadable(
+            f"the output of {t.record.process_id} cannot be read: {unreadable(exc)}"
+        ) from exc
     status = live_info(t, tail=False).status
     at = window.start
     if at > offset:  # the cap discarded the head past ``offset``: the read moves up

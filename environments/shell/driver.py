@@ -24,21 +24,19 @@ from environments.shell.framing import (
     KIND_EXIT,
     KIND_NO_WORKDIR,
     KIND_PGID,
-    KIND_READY,
     Marker,
     MarkerScanner,
     Output,
     marker_number,
-    parse_export_dump,
 )
 from environments.shell.output import OutputCapture
 from environments.shell.reaping import reap_group, signal_group
 from environments.shell.result import ShellResult
 from environments.shell.script import (
+    PARENT_UNSAFE,
     REBASE_BYTES,
     REBASE_REQUEST,
     REBASE_STATUS,
-    SERVING,
     bootstrap_script,
     command_script,
     restore_lines,
@@ -47,7 +45,7 @@ from environments.shell.script import (
     serve_line,
     statements_line,
 )
-from environments.shell.state import DumpParser, adopted_env
+from environments.shell.state import DumpParser, adopted_env, read_start_report
 
 TIMEOUT_EXIT_CODE = 124
 CANCELLED_EXIT_CODE = 130
@@ -85,6 +83,7 @@ class SessionShell:
         self.cwd = ""
         self._shell_env: dict[str, str] = {}
         self._shell_cwd = ""
+        self._start_cwd = ""
         self._started_once = False
         self.restarts = 0
         self._resting = False
@@ -114,14 +113,16 @@ class SessionShell:
         scanner = MarkerScanner(token.encode())
         try:
             channel.write(bootstrap_script(token))
-            env, cwd, identity = self._read_bootstrap(channel, scanner)
+            env, cwd, self.shell_pid, self.shell_start, self._serving = read_start_report(
+                channel, scanner, self.start_timeout
+            )
         except BaseException:
             channel.close()
             raise
         self._channel, self._scanner = channel, scanner
         self._end_pending = False
         self._shell_env, self._shell_cwd = env, cwd
-        self.shell_pid, self.shell_start = identity
+        self._start_cwd = cwd
         if not self._started_once:
             self.env, self.cwd = dict(env), cwd
             self._started_once = True
@@ -129,30 +130,6 @@ class SessionShell:
             self._resting = False  # a planned restart: nothing was lost
         else:
             self.restarts += 1
-
-    def _read_bootstrap(
-        self, channel: Channel, scanner: MarkerScanner
-    ) -> tuple[dict[str, str], str, tuple[int | None, int | None]]:
-        deadline = time.monotonic() + self.start_timeout
-        env: dict[str, str] = {}
-        cwd = ""
-        while True:
-            chunk = channel.read(max(0.0, deadline - time.monotonic()))
-            if chunk is None:
-                raise SandboxDead("session shell did not start in time")
-            if chunk == b"":
-                raise SandboxDead("session shell exited during start-up")
-            for event in scanner.feed(chunk):
-                if isinstance(event, Marker):
-                    if event.kind == KIND_ENV:
-                        env = parse_export_dump(event.payload)
-                    elif event.kind == KIND_CWD:
-                        cwd = event.payload.decode("utf-8", "surrogateescape")
-                    elif event.kind == KIND_READY:
-                        fields = event.payload.split(b" ")
-                        self._serving = fields[2:] == [SERVING.encode()]
-                        start = fields[1] if len(fields) > 1 else b""
-                        return env, cwd, (marker_number(fields[0]), marker_number(start))
 
     def restore(self, env: dict[str, str], cwd: str) -> None:
         """Make ``env`` and ``cwd`` the session's state (a session continued from another
@@ -239,11 +216,16 @@ class SessionShell:
         statements = restore_statements(self._shell_env, self.env, self._shell_cwd, self.cwd)
         if sum(len(s) for s in statements) > REBASE_BYTES:
             channel.write(REBASE_REQUEST)
-            # Only a parent that saw the request's status reads the statements next.
+            # Only a parent that saw the request's status reads the statements next. The
+            # parent keeps its cwd: each command's line moves there, and says if it is gone.
             if marker_number(self._await_end(channel, scanner)) == REBASE_STATUS:
-                channel.write(statements_line(statements))
-                self._shell_env, self._shell_cwd = dict(self.env), self.cwd
-                statements = []
+                kept = {k: v for k, v in self.env.items() if k not in PARENT_UNSAFE}
+                for name in PARENT_UNSAFE & self._shell_env.keys():
+                    kept[name] = self._shell_env[name]
+                moves = restore_statements(self._shell_env, kept, "", "")
+                self._shell_env = kept
+                then = restore_statements(kept, self.env, self._shell_cwd, self.cwd)
+                return statements_line(moves, then, script, workdir)
         return serve_line(statements, script, workdir)
 
     def _await_end(self, channel: Channel, scanner: MarkerScanner) -> bytes:
@@ -282,7 +264,8 @@ class SessionShell:
         new_env: dict[str, str] | None = None
         new_cwd: str | None = None
         exit_code: int | None = None
-        no_workdir = False
+        no_workdir = lost_cwd = False
+        late = False  # the deadline passed before the command's group was reported
         phase = "run"  # run -> term -> kill -> wedged
         deadline = time.monotonic() + timeout
         cancelled = False
@@ -306,7 +289,15 @@ class SessionShell:
                 if cancel is None or not cancel.is_set():
                     continue
                 cancelled = True
+                if late:
+                    continue  # its group's report ends it
             if chunk is None:
+                if phase == "run" and pgid is None and not late:
+                    # The command's group is not known yet (the deadline came before its
+                    # report, over a slow stream, say): wait for it, so that what ends is
+                    # the command, not the whole shell.
+                    late, deadline = True, time.monotonic() + patience
+                    continue
                 if phase == "run":
                     phase, deadline = "term", time.monotonic() + self.kill_grace
                     signal_group(self._kill_group, pgid, signal.SIGTERM)
@@ -335,12 +326,15 @@ class SessionShell:
                 elif event.kind == KIND_PGID:
                     pgid = marker_number(event.payload)
                     stall_at = None
+                    if late and phase == "run":
+                        phase, deadline = "term", time.monotonic() + self.kill_grace
+                        signal_group(self._kill_group, pgid, signal.SIGTERM)
                 elif event.kind == KIND_ENV:
                     new_env = self._dumps.parse(event.payload)
                 elif event.kind == KIND_CWD:
                     new_cwd = event.payload.decode("utf-8", "surrogateescape")
                 elif event.kind == KIND_NO_WORKDIR:
-                    no_workdir = True
+                    no_workdir, lost_cwd = True, event.payload == b"cwd"
                 elif event.kind == KIND_EXIT:
                     # The subshell's own report: answer now; the parent's E follows.
                     exit_code = _status(event.payload)
@@ -357,11 +351,21 @@ class SessionShell:
                     else:
                         # No X (killed, no workdir, trap replaced): the parent's word it is.
                         exit_code = _status(event.payload)
-        timed_out = phase != "run"
+        timed_out = phase != "run" or late
         if timed_out and exit_code is not None and pgid is not None:
             reap_group(self._kill_group, pgid, phase == "term", deadline)
+        if lost_cwd:
+            gone, self.cwd = self.cwd, self._start_cwd
+            self._shell_cwd = ""  # a parent that was to move there is somewhere else
+            raise WorkdirNotFound(
+                f"the session's working directory {gone} no longer exists (nothing was run); "
+                f"the session is now in {self.cwd}",
+                cwd=self.cwd,
+            )
         if no_workdir:
-            raise WorkdirNotFound(f"workdir does not exist: {workdir} (nothing was run)")
+            raise WorkdirNotFound(
+                f"workdir does not exist: {workdir} (nothing was run)", cwd=self.cwd
+            )
         if not timed_out and exit_code is not None and new_env is not None:
             self.env = adopted_env(new_env, overrides, self.env)
             if new_cwd and not workdir:
@@ -378,6 +382,7 @@ class SessionShell:
         return ShellResult(
             capture, code, timed_out and not cancelled, self.cwd, restarted, cancelled
         )
+
 
 class _ShellWasGone(Exception):
     """The shell ended, or stopped answering, before the command started (no pid marker,

@@ -273,8 +273,10 @@ def parse_export_dump(data: bytes) -> dict[str, str]:
             continue
         while i < n and data[i] == 32:
             i += 1
+        array = False
         while i < n and data[i] == 45:  # flags such as -x or -rx
-            _, i = _read_word(data, i)
+            flags, i = _read_word(data, i)
+            array = array or b"a" in flags or b"A" in flags
             while i < n and data[i] == 32:
                 i += 1
         m = _NAME.match(data, i)
@@ -284,5 +286,6 @@ def parse_export_dump(data: bytes) -> dict[str, str]:
         i = m.end()
         if i < n and data[i] == 61:  # '='
             value, i = _read_word(data, i + 1)
-            env[name] = value.decode("utf-8", errors="surrogateescape")
+            if not array:  # bash exports no array to a child; neither does the session
+                env[name] = value.decode("utf-8", errors="surrogateescape")
     return env

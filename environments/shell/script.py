@@ -55,13 +55,24 @@ __sbx_dump() {{
 }}
 __sbx_self=
 [ -r /proc/self/stat ] && __sbx_self=1
+__sbx_traps() {{
+  # A command ended by one of these signals reports 128+N (the EXIT trap would see the
+  # status of its last statement instead); the command's own traps replace these.
+  trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 138' USR1; trap 'exit 140' USR2
+  trap 'exit 142' ALRM; trap 'exit 143' TERM
+}}
 __sbx_go() {{
   if [ -n "$2" ]; then cd -- "$2" 2>/dev/null || {{ __sbx_mark W ''; exit 1; }}; fi
-  trap '__sbx_dump X "$?"' EXIT
-  eval "$1"
+  __sbx_c=$1
+  set --
+  # The report runs with the shell's own options, whatever the command set (no trace of
+  # it in the output).
+  trap '{{ __sbx_x=$?; set +euvx; }} 2>/dev/null; __sbx_dump X "$__sbx_x"' EXIT
+  eval "$__sbx_c"
 }}
 __sbx_run() {{
-  ( __sbx_go "$1" "$2" ) </dev/null 2>&1 &
+  if [ -n "$__sbx_lost" ]; then __sbx_lost=; __sbx_mark W cwd; __sbx_mark E 1; return; fi
+  ( __sbx_traps; __sbx_go "$1" "$2" ) </dev/null 2>&1 &
   __sbx_pg=$!
   __sbx_mark P "$__sbx_pg"
   wait "$__sbx_pg"
@@ -70,8 +81,9 @@ __sbx_run() {{
 __sbx_eof() {{
   # The control stream ended: end the parent too, unless it is gone already (then its
   # pid may be another process's by now).
-  read -r __sbx_p __sbx_r < /proc/self/stat
+  IFS=' ' read -r __sbx_p __sbx_r < /proc/self/stat
   __sbx_r=${{__sbx_r##*) }}
+  IFS=' '
   set -- $__sbx_r
   [ "$2" != "$$" ] || kill $$
   exit 0
@@ -84,7 +96,8 @@ __sbx_serve() {{
       # and (bash sets up its handlers at a subshell's first EXIT trap) a trap.
       exec </dev/null 2>&1
       trap : EXIT
-      read -r __sbx_p __sbx_r < /proc/self/stat
+      __sbx_traps
+      IFS=' ' read -r __sbx_p __sbx_r < /proc/self/stat
       [ -n "$__sbx_l" ] || IFS= read -r __sbx_l <&3 || __sbx_eof
       exec 3<&-
       __sbx_mark P "$__sbx_p"
@@ -96,11 +109,13 @@ __sbx_serve() {{
     __sbx_rc=$?
     __sbx_mark E "$__sbx_rc"
     if [ "$__sbx_rc" = {rebase_status} ]; then
-      # The parent reads the next line itself: statements for it, or (when a command
-      # merely exited with this status) a command line for the next subshell.
+      # The parent reads the next line itself: statements for it, which end by handing
+      # the next subshell its line (a terminal may pass more than one line to a read,
+      # and the rest is lost: so only one line is sent), or (when a command merely
+      # exited with this status) a command line for the next subshell.
       IFS= read -r __sbx_l <&3 || exit 0
       case $__sbx_l in
-        {rebase_prefix}*) eval "$__sbx_l"; __sbx_l= ;;
+        {rebase_prefix}*) __sbx_s=$__sbx_l; __sbx_l=; eval "$__sbx_s" ;;
       esac
     fi
   done
@@ -153,13 +168,23 @@ _REBASE_PREFIX = ": rebase; "
 
 def command_script(command: str, workdir: str | None, env: dict[str, str] | None) -> str:
     """``command`` with the per-call ``env`` exported ahead of it. Raises
-    :class:`~environments.errors.InvalidCommand` for a NUL byte in the command or
-    ``workdir`` and for an invalid variable name or value."""
+    :class:`~environments.errors.InvalidCommand` for a NUL byte or a lone surrogate in
+    the command, ``workdir`` or a value, for an invalid variable name, and for a name the
+    shell or sbx manages itself (``PWD``, ``OLDPWD``, ``SHLVL``, ``_``, ``__sbx*``)."""
     if "\x00" in command or (workdir and "\x00" in workdir):
         raise InvalidCommand("command and workdir must not contain NUL bytes")
     for name, value in (env or {}).items():
         if not _ENV_NAME.match(name) or "\x00" in value:
             raise InvalidCommand(f"invalid environment variable name or value: {name!r}")
+        if name in SHELL_MANAGED or name.startswith("__sbx"):
+            raise InvalidCommand(f"{name} is managed by the shell and cannot be set per call")
+    for text in (command, workdir or "", *(env or {}).values()):
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            raise InvalidCommand(
+                "command, workdir and environment values must be text (no lone surrogates)"
+            ) from None
     if not env:
         return command
     exports = " ".join(f"{k}={shell_quote(v)}" for k, v in env.items())
@@ -172,20 +197,34 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 def run_line(command: str, workdir: str | None) -> bytes:
     """The line that runs ``command`` (optionally in ``workdir``) in a shell without
     ``/proc``, whose parent reads it."""
-    return f"__sbx_run {shell_quote(command)} {shell_quote(workdir or '')}\n".encode()
+    return _bytes(f"__sbx_run {shell_quote(command)} {shell_quote(workdir or '')}\n")
 
 
 def serve_line(statements: list[str], command: str, workdir: str | None) -> bytes:
     """The one line a serving shell's waiting subshell reads: ``statements`` (from
     :func:`restore_statements`), then ``command`` (optionally in ``workdir``)."""
+    return _bytes(_serve_text(statements, command, workdir) + "\n")
+
+
+def _serve_text(statements: list[str], command: str, workdir: str | None) -> str:
     run = f"__sbx_go {one_line_word(command)} {one_line_word(workdir or '')}"
-    return ("; ".join([*statements, run]) + "\n").encode()
+    return "; ".join([*statements, run])
 
 
-def statements_line(statements: list[str]) -> bytes:
-    """``statements`` as the one line a serving shell's parent reads after
-    :data:`REBASE_REQUEST`."""
-    return (_REBASE_PREFIX + "; ".join(statements or [":"]) + "\n").encode()
+def statements_line(
+    statements: list[str], then: list[str], command: str, workdir: str | None
+) -> bytes:
+    """The one line a serving shell's parent reads after :data:`REBASE_REQUEST`: it runs
+    ``statements`` and hands the next subshell the line of :func:`serve_line` (``then``,
+    ``command``, ``workdir``)."""
+    line = one_line_word(_serve_text(then, command, workdir))
+    return _bytes(_REBASE_PREFIX + "; ".join([*statements, f"__sbx_l={line}"]) + "\n")
+
+
+def _bytes(line: str) -> bytes:
+    # The session's state holds the bytes the shell reported, undecodable ones as
+    # surrogate escapes; they go back to the shell as those same bytes.
+    return line.encode("utf-8", "surrogateescape")
 
 
 def one_line_word(value: str) -> str:
@@ -230,20 +269,31 @@ def started_shell_pid(channel: StartingChannel, timeout: float, where: str) -> i
 # Variables the shell itself maintains; never replayed.
 SHELL_MANAGED = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
 
+# Variables that change how a shell reads its input (field splitting, a timeout on
+# ``read``): a serving shell's parent never takes them, each command's line sets them.
+PARENT_UNSAFE = frozenset({"IFS", "TMOUT"})
+
 
 def restore_lines(
     current: dict[str, str], wanted: dict[str, str], current_cwd: str, wanted_cwd: str
 ) -> bytes:
     """Builtin-only commands that move a parent shell from one state to another."""
-    parts = restore_statements(current, wanted, current_cwd, wanted_cwd)
-    return ("\n".join(parts) + "\n").encode() if parts else b""
+    parts = restore_statements(current, wanted, current_cwd, wanted_cwd, in_parent=True)
+    return _bytes("\n".join(parts) + "\n") if parts else b""
 
 
 def restore_statements(
-    current: dict[str, str], wanted: dict[str, str], current_cwd: str, wanted_cwd: str
+    current: dict[str, str],
+    wanted: dict[str, str],
+    current_cwd: str,
+    wanted_cwd: str,
+    *,
+    in_parent: bool = False,
 ) -> list[str]:
     """Builtin-only statements (each free of newlines) that move a shell from
-    ``current`` to ``wanted``."""
+    ``current`` to ``wanted``. When ``wanted_cwd`` is gone, a command's subshell reports
+    ``W cwd`` and ends (nothing runs elsewhere); a parent (``in_parent``) leaves that to
+    its next ``__sbx_run``."""
     parts: list[str] = []
     for name in current.keys() - wanted.keys() - SHELL_MANAGED:
         parts.append(f"unset {name}")
@@ -252,5 +302,6 @@ def restore_statements(
             continue
         parts.append(f"export {name}={one_line_word(value)}")
     if wanted_cwd != current_cwd:
-        parts.append(f"cd -- {one_line_word(wanted_cwd)}")
+        lost = "__sbx_lost=1" if in_parent else "{ __sbx_mark W cwd; exit 1; }"
+        parts.append(f"cd -- {one_line_word(wanted_cwd)} 2>/dev/null || {lost}")
     return parts

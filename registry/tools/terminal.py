@@ -172,7 +172,8 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
         if live is not None and not streams and result.output:
             live(result.output.encode())  # this backend cannot stream: all of it at the end
     except WorkdirNotFound as exc:
-        return {"output": "", "exit_code": 1, "error": str(exc), "cwd": args.workdir or "",
+        cwd = exc.cwd if exc.cwd is not None else args.workdir or ""
+        return {"output": "", "exit_code": 1, "error": _text(str(exc)), "cwd": _text(cwd),
                 "truncated": False, "duration_ms": 0}  # fmt: skip
     except InvalidCommand as exc:
         return {"error": f"invalid command: {exc}"}
@@ -188,13 +189,19 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
         "output": _redact(result.output, ctx),
         "exit_code": result.exit_code,
         "error": error,
-        "cwd": result.cwd,
+        "cwd": _text(result.cwd),
         "truncated": result.truncated,
         "duration_ms": result.duration_ms,
     }
     if result.cancelled:
         answer["status"] = "cancelled"
     return answer
+
+
+def _text(path: str) -> str:
+    # A cwd the shell reported in bytes that are not UTF-8 is held with surrogate
+    # escapes; a model gets text, with U+FFFD for those bytes.
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def register(target: ToolRegistry = registry) -> None:

@@ -4,6 +4,7 @@ if on its own host, sharing one broker (Redis, or RabbitMQ with a Redis ledger).
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 import time
@@ -138,3 +139,22 @@ def test_sigterm_cancels_running_calls_after_the_grace_and_frees_the_session(
     # Its lease was given up: the next call runs on the other worker at once.
     moved = run(client, "echo next")
     assert moved["output"] == "next\n" and moved["session_moved"] is True
+
+
+def test_state_in_bytes_that_are_not_utf8_moves_with_the_session(
+    fleet_of: Any, tmp_path: Path
+) -> None:
+    """A variable and a cwd the shell holds in bytes that are not UTF-8 are recorded for
+    the session's next worker (they used to make the record fail); the model reads text."""
+    fleet: Fleet = fleet_of(2)
+    where = Path(os.fsdecode(bytes(tmp_path) + b"/d\xff"))  # pytest's dirs: in every jail
+    where.mkdir()
+    client = fleet.client("fleet-raw-bytes")
+    made = run(client, f"cd '{tmp_path}'/d* && export RAW=\"x$(printf '\\377')\"")
+    assert made["exit_code"] == 0 and made["cwd"] == f"{tmp_path}/d\ufffd", made
+    holder = fleet.index_of(worker_pid(fleet, client))
+    fleet.kill(holder)
+    moved = run(client, '[ "$RAW" = "x$(printf \'\\377\')" ] && pwd | od -An -tx1')
+    assert moved["session_moved"] is True, moved
+    assert moved["output"].split()[-3:] == ["64", "ff", "0a"], moved
+    assert fleet.index_of(worker_pid(fleet, client)) != holder

@@ -62,6 +62,8 @@ def test_exit_code_timeout_and_recovery(client: SandboxClient) -> None:
         ("terminal", "[1, 2]", "must be a JSON object"),
         ("terminal", {"command": "ls", "workdir": "/does/not/exist"}, "does not exist"),
         ("terminal", {"command": "echo a\u0000b"}, "NUL"),
+        ("terminal", {"command": "echo \udcff"}, "command: Input should be a valid string"),
+        ("terminal", '{"command": "ls", "workdir": "/tmp/\\udcff"}', "no lone surrogates"),
     ],
 )
 def test_malformed_calls_get_json_errors(

@@ -27,6 +27,7 @@ from celery import Celery
 from celery.app.amqp import AMQP, Queues
 from kombu.entity import Queue
 
+from worker.broker import redis_transport
 from worker.broker.connection import is_amqp_url, is_redis_url
 from worker.protocol.tasks import own_queue_prefix
 from worker.settings import Settings
@@ -35,15 +36,21 @@ from worker.settings import Settings
 def create_app(broker_url: str, settings: Settings) -> Celery:
     """A Celery app talking to ``broker_url`` (no result backend: see the module doc)."""
     amqp = is_amqp_url(broker_url)
+    redis_broker = is_redis_url(broker_url)
     app = Celery(
         "sbx",
-        broker=broker_url,
+        # "redis+socket://" names kombu's transport in its scheme, which would win over
+        # broker_transport below: it names sbx's instead (redis_transport.ALIAS).
+        broker=_with_sbx_transport(broker_url) if redis_broker else broker_url,
         set_as_current=False,
         amqp=_amqp_class(own_queue_prefix(settings.queue)) if amqp else None,
     )
     transport: dict[str, Any] = {}
-    if is_redis_url(broker_url):
+    if redis_broker:
         transport = {
+            # kombu's Redis transport, dropping a malformed message instead of stopping
+            # the worker (worker.broker.redis_transport).
+            "broker_transport": redis_transport.TRANSPORT,
             # No kombu ack emulation: it costs two broker round trips per message (park
             # the message in an "unacked" hash, then remove it), and with early acks it
             # only covers the instant between BRPOP and the task's start, by re-running
@@ -83,6 +90,15 @@ def create_app(broker_url: str, settings: Settings) -> Celery:
         **transport,
     )
     return app
+
+
+def _with_sbx_transport(url: str) -> str:
+    """``url`` with its ``redis+`` transport prefix naming sbx's Redis transport
+    (``redis+socket://x`` -> ``sbx-redis+socket://x``); other URLs as they are."""
+    head, sep, rest = url.partition("+")
+    if sep and head.lower() == "redis" and "://" in rest:
+        return f"{redis_transport.ALIAS}+{rest}"
+    return url
 
 
 OWN_QUEUE_EXPIRES_S = 3600

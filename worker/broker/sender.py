@@ -23,7 +23,7 @@ from worker.broker.app import create_app
 from worker.broker.connection import display_url, redis_client
 from worker.errors import BrokerUnavailable, ForgedResult
 from worker.protocol.leases import LeaseBook
-from worker.protocol.ledger import CallLedger, declare_lost
+from worker.protocol.ledger import CallLedger, claim_lifetime, declare_lost
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.streams import Piece, drain
 from worker.protocol.tasks import SENT_AT_HEADER, TOOL_CALL_TASK
@@ -59,7 +59,7 @@ class CallSender:
         client = redis_client(ledger_url)
         self.ledger = CallLedger(
             client,
-            claim_ttl=settings.claim_ttl,
+            claim_ttl=claim_lifetime(settings.claim_ttl),
             lost_after=settings.lost_after,
             result_ttl=settings.result_ttl,
         )
@@ -120,13 +120,18 @@ class CallSender:
         claimed: bool,
         streamed: bool,
         accept: Accept | None,
+        reconnect_until: float | None = None,
     ) -> str | Piece | None:
         """:meth:`wait_answer`; ``streamed``: a piece of the call's stream, as soon as one
         comes, is an answer too (pieces are not sealed: what they carry is checked against
         the sealed result -- a download's size and digest -- or is output the result
-        repeats)."""
+        repeats). ``reconnect_until``: the ``time.monotonic()`` instant until which a lost
+        connection is retried (default: the end of ``wait``); a caller that waits in
+        slices (:meth:`exchange`) passes its own deadline, so that an outage longer than
+        one slice does not end the caller's whole wait."""
         take = self.ledger.take_streamed if streamed else self.ledger.take_result
         deadline = time.monotonic() + wait
+        give_up = deadline if reconnect_until is None else max(deadline, reconnect_until)
         backoff = _RECONNECT_FIRST_S
         forged = 0
         while True:
@@ -159,14 +164,14 @@ class CallSender:
                     )
                 backoff = _RECONNECT_FIRST_S
             except (redis.ConnectionError, redis.TimeoutError) as exc:
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= give_up:
                     raise BrokerUnavailable(
                         f"lost the connection to {display_url(self.ledger_url)} while waiting for "
                         f"call {call_id}: {exc}; the call may have run: collect its result "
                         "with result(call_id, wait) once the broker is back"
                     ) from None
                 # Retry backoff, not synchronisation: nothing to wait on while it is down.
-                time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+                time.sleep(min(backoff, max(0.0, give_up - time.monotonic())))
                 backoff = min(backoff * 2, _RECONNECT_MAX_S)
                 continue
             if time.monotonic() >= deadline:
@@ -210,6 +215,7 @@ class CallSender:
         self.send_call(message, queue)
         deadline = time.monotonic() + wait
         sent_to = queue
+        taken = False  # seen claimed: never sent again, even if the ledger forgets the claim
         while True:
             remaining = deadline - time.monotonic()
             answer = self._wait(
@@ -218,6 +224,7 @@ class CallSender:
                 claimed=True,
                 streamed=message.stream,
                 accept=accept,
+                reconnect_until=deadline,  # an outage is ridden out until the caller's deadline
             )
             if isinstance(answer, Piece):
                 yield answer.data
@@ -227,21 +234,33 @@ class CallSender:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return self._pending(message.call_id, wait)
-            if reroute is not None and self._unclaimed(message.call_id):
+            if reroute is None or taken:
+                continue
+            claimed = self._claimed(message.call_id)
+            if claimed:
+                # A worker took the call: it runs or ran. A ledger that loses its data (a
+                # Redis restarted empty) would make it look unclaimed again; sending it
+                # again then would run the command twice.
+                taken = True
+            elif claimed is False:
                 try:
                     target = reroute()
                 except BrokerUnavailable:
                     continue  # the ledger is away: wait_answer rides that out
                 if target != sent_to:
                     onward = message.model_copy(update={"deadline_s": remaining})
-                    self.send_call(onward if sign is None else sign(onward), target)
+                    try:
+                        self.send_call(onward if sign is None else sign(onward), target)
+                    except BrokerUnavailable:
+                        continue  # not re-sent: the next check tries again
                     sent_to = target
 
-    def _unclaimed(self, call_id: str) -> bool:
+    def _claimed(self, call_id: str) -> bool | None:
+        """Whether a worker claimed ``call_id`` (None: the ledger is unreachable)."""
         try:
-            return not self.ledger.claimed(call_id)
+            return self.ledger.claimed(call_id)
         except (redis.ConnectionError, redis.TimeoutError):
-            return False
+            return None
 
     def ask(
         self,

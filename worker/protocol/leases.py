@@ -183,7 +183,9 @@ class LeaseBook:
 
     def record(self, session_id: str, state: SessionState) -> None:
         """Store the session's state for the worker that serves it next."""
-        self.client.set(state_key(session_id), state.model_dump_json(), ex=self.retention)
+        # json, not pydantic's serialiser: a value or cwd the shell reported in bytes that
+        # are not UTF-8 is held as surrogate escapes, which only json writes (as \udcXX).
+        self.client.set(state_key(session_id), json.dumps(state.model_dump()), ex=self.retention)
 
     def state(self, session_id: str) -> SessionState | None:
         """The session's last recorded state (None: never recorded or expired)."""

@@ -24,6 +24,7 @@ from typing import Any
 
 import redis
 
+from worker.protocol.mac import MAX_CLOCK_SKEW_S
 from worker.protocol.revocations import SEEDED_KEY, epoch_key, parse_epoch
 from worker.protocol.streams import Piece, stream_key
 
@@ -115,8 +116,24 @@ return 0
 """
 
 
+def claim_lifetime(claim_ttl: int) -> int:
+    """Seconds a call's claim (and its ``delivered`` mark, its cancel request) must live
+    for proofs that verify ``claim_ttl`` seconds after they were issued (SBX_CLAIM_TTL).
+
+    A proof's issue time may lie up to ``MAX_CLOCK_SKEW_S`` ahead of the worker's
+    clock (a sender whose clock runs fast), so it verifies up to ``claim_ttl`` plus
+    that skew after the call was claimed: the claim lives as long, else a replay of
+    the message after the claim expired would verify and run the call again.
+    """
+    return claim_ttl + MAX_CLOCK_SKEW_S
+
+
 class CallLedger:
-    """Claims, heartbeats and lost detection for tool calls."""
+    """Claims, heartbeats and lost detection for tool calls.
+
+    ``claim_ttl``: how long a claim is kept; pass :func:`claim_lifetime` of the
+    proof window (as workers and senders do).
+    """
 
     def __init__(
         self, client: redis.Redis, *, claim_ttl: int, lost_after: float, result_ttl: int = 3600

@@ -95,17 +95,30 @@ def session_token_of(
 
     Valid: a key in the keyring, not expired, not revoked (the session's
     epoch: ``epoch`` when the caller read it from the ledger just now, else read
-    here), made within the claim window, and its MAC over ``message`` matches.
+    here), made within the claim window (issued no more than ``claim_ttl`` ago and
+    no more than ``MAX_CLOCK_SKEW_S`` ahead: the ledger keeps claims that long and
+    more, ``worker.protocol.ledger.claim_lifetime``), and its MAC over ``message``
+    matches. A proof outside the window is denied saying so (the caller's clock).
     """
     try:
         validate_session_id(session_id)
     except InvalidSessionId as exc:
         raise CallerDenied(str(exc)) from None
     now = time.time()
-    if proof is None or not (
-        now - runtime.settings.claim_ttl < proof.issued <= now + MAX_CLOCK_SKEW_S
-    ):
+    if proof is None:
         raise CallerDenied(AUTH_FAILED)
+    if proof.issued > now + MAX_CLOCK_SKEW_S:
+        # Said plainly (before any key is checked, so it tells a forger nothing): the
+        # usual cause is a caller's clock that is wrong, not an attack.
+        raise CallerDenied(
+            f"the call was signed {proof.issued - now:.0f} s ahead of this worker's clock, "
+            f"more than the {MAX_CLOCK_SKEW_S} s allowed: check the caller's clock (NTP)"
+        )
+    if proof.issued <= now - runtime.settings.claim_ttl:
+        raise CallerDenied(
+            f"the call was signed more than {runtime.settings.claim_ttl} s ago by this "
+            "worker's clock (SBX_CLAIM_TTL): a replay, or the caller's clock is behind"
+        )
     signer = runtime.signer
     info = TokenInfo(proof.kid, proof.expires)
     body = message_body(kind, message)

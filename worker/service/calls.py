@@ -40,13 +40,34 @@ discover_builtin_tools()
 _ANSWER_MARGIN_S = 1.0
 
 
-def cancelled_before_start(call_id: str) -> str:
-    """The result of a call cancelled while it waited in the queue: nothing ran."""
+def cancelled_before_start(call_id: str, by: str = "the caller") -> str:
+    """The result of a call cancelled (``by`` whom: the caller, the worker shutting down)
+    while it waited in the queue: nothing ran."""
     return tool_error(
-        "cancelled by the caller before it started; nothing ran",
+        f"cancelled by {by} before it started; nothing ran",
         status="cancelled",
         call_id=call_id,
     )
+
+
+def expired_before_start(call_id: str) -> str:
+    """The result of a call whose caller's wait ended while it queued behind its session's
+    earlier calls: nothing ran (the caller gave up on it; running it now would surprise)."""
+    return tool_error(
+        "not run: its caller's wait ended while it queued behind the session's earlier "
+        "calls; nothing ran",
+        status="cancelled",
+        call_id=call_id,
+    )
+
+
+def call_deadline(message: ToolCallMessage, runtime: WorkerRuntime, taken_at: float) -> float:
+    """The ``time.monotonic()`` instant by which the call must be answered: its caller's
+    wait (``deadline_s``; else the longest timeout plus a minute), counted from
+    ``taken_at``, when this worker took the call in -- time spent queued behind the
+    session's earlier calls counts -- less a margin for the answer to travel."""
+    budget = message.deadline_s or float(runtime.settings.max_timeout) + 60.0
+    return taken_at + max(0.5, budget - _ANSWER_MARGIN_S)
 
 
 def _limits_error(message: ToolCallMessage, runtime: WorkerRuntime) -> str | None:
@@ -162,9 +183,11 @@ def run_call(
     *,
     cancel: threading.Event | None = None,
     moved_from: str | None = None,
+    deadline: float | None = None,
 ) -> str:
     """Dispatch a prepared call. ``moved_from``: the session was taken over from that
-    worker; it is rebuilt here first and the result says ``session_moved``."""
+    worker; it is rebuilt here first and the result says ``session_moved``.
+    ``deadline``: from :func:`call_deadline` (None: counted from now)."""
     settings = runtime.settings
     backend = canonical_name(message.backend or settings.backend)
     notes: list[str] = []
@@ -174,13 +197,14 @@ def run_call(
                 notes = runtime.leases.rehome(message.session_id, backend, env)
         except Exception as exc:  # the call itself reports what is wrong with the sandbox
             notes = [f"could not rebuild the session here: {type(exc).__name__}: {exc}"]
-    budget = message.deadline_s or float(settings.max_timeout) + 60.0
+    if deadline is None:
+        deadline = call_deadline(message, runtime, time.monotonic())
     ctx = ToolContext(
         session_id=message.session_id,
         call_id=message.call_id,
         backend=backend,
         pool=runtime.pool,
-        deadline=time.monotonic() + max(0.5, budget - _ANSWER_MARGIN_S),
+        deadline=deadline,
         output_limit=settings.output_limit,
         redact_output=settings.redact_output,
         default_timeout=settings.default_timeout,

@@ -36,6 +36,11 @@ class SessionLeases:
         self.worker_id = worker_id
         self.own_queue = own_queue
         self._held: set[str] = set()
+        self._served: set[str] = set()
+        """Sessions this process has served since it started. A session whose state names
+        this worker's id but is not here was served by an earlier process with the same
+        id -- a restart that got the same pid (a container's init runs the worker as the
+        same pid every time) -- and is rebuilt from its state like any moved session."""
         self._recorded: dict[str, tuple[object, ...]] = {}
         self._taken: dict[str, tuple[str, list[str]]] = {}
         """Sessions this worker took over before any call of theirs came (a lost call's
@@ -74,10 +79,13 @@ class SessionLeases:
         if outcome.mine:
             with self._lock:
                 self._held.add(session_id)
+                served_here = session_id in self._served
+                self._served.add(session_id)
             if outcome.taken_over_from is None:
                 state = self.book.state(session_id)
-                if state is not None and state.worker != self.worker_id:
-                    # The previous holder released it (shutdown, idle): still a move.
+                if state is not None and (state.worker != self.worker_id or not served_here):
+                    # The previous holder released it (shutdown, idle), or was an earlier
+                    # process under this worker's id: still a move.
                     return Acquired(mine=True, taken_over_from=state.worker)
         return outcome
 
@@ -134,7 +142,9 @@ class SessionLeases:
         its sandbox what that worker left running; the session's next call says it moved.
         False when another present worker serves it, or nothing is known of it."""
         state = self.book.state(session_id)
-        if state is None or state.worker == self.worker_id:
+        with self._lock:
+            served_here = session_id in self._served
+        if state is None or (state.worker == self.worker_id and served_here):
             return False
         outcome = self.admit(session_id)
         if not outcome.mine or outcome.taken_over_from is None:

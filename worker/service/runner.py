@@ -14,6 +14,7 @@ from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 
 from registry.approval import ApprovalGuard
 from registry.plugins import load_plugins_once
+from worker.broker import message_log
 from worker.broker.app import create_app, worker_queue
 from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
 from worker.protocol.tasks import own_queue_name
@@ -58,6 +59,9 @@ def run_worker(
     events: bool = False,
 ) -> None:
     """Run a worker in this process until it is told to stop (SIGTERM: warm shutdown).
+
+    Raises ``SystemExit`` with Celery's non-zero status when the worker stopped on
+    an error (Celery logs it as "Unrecoverable error"); returns after a clean stop.
 
     ``events``: send Celery task events (also ``SBX_EVENTS``)."""
     install_log_format(settings, loglevel)
@@ -125,7 +129,12 @@ def run_worker(
         timer.daemon = True
         timer.start()
 
-    def _shutdown(**_: Any) -> None:
+    exit_status: list[int] = []
+
+    def _shutdown(sender: Any = None, **_: Any) -> None:
+        # sender: Celery's WorkController, whose exitcode says why it stopped (1: an error).
+        code = getattr(sender, "exitcode", None)
+        exit_status.append(code if isinstance(code, int) else 0)
         ops.close()
         if mcp is not None:
             mcp.close()  # stops the MCP server processes
@@ -145,6 +154,7 @@ def run_worker(
 
     # Celery logs each task's return value at INFO; results are tool output, kept out of logs.
     logging.getLogger("celery.app.trace").setLevel(logging.WARNING)
+    message_log.install()  # and a discarded message's content too
     worker_ready.connect(_ready, weak=False)
     worker_shutdown.connect(_shutdown, weak=False)
     worker_shutting_down.connect(_shutting_down, weak=False)
@@ -164,3 +174,9 @@ def run_worker(
     finally:
         if mcp is not None:
             mcp.close()  # idempotent; covers an exit that skipped worker_shutdown
+    # Celery's worker_main returns nothing, whatever the worker's status; a worker that
+    # stopped on an unrecoverable error must not exit 0 (systemd's Restart=on-failure,
+    # a container's restart policy would leave it stopped).
+    if exit_status and exit_status[-1]:
+        log.critical("sbx worker stopped on an error (exit status %s)", exit_status[-1])
+        raise SystemExit(exit_status[-1])

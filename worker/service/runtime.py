@@ -21,7 +21,7 @@ from worker.broker.connection import redis_client, resolve_broker_url, resolve_l
 from worker.broker.sender import CallSender
 from worker.identity import load_signer, sealer
 from worker.protocol.leases import LeaseBook
-from worker.protocol.ledger import CallLedger
+from worker.protocol.ledger import CallLedger, claim_lifetime
 from worker.protocol.streams import CallStreams
 from worker.protocol.tasks import own_queue_name
 from worker.service.approval_policy import audit, policy_reader
@@ -128,7 +128,7 @@ def build_runtime(settings: Settings, broker_url: str | None = None) -> WorkerRu
         signer=load_signer(settings),
         ledger=CallLedger(
             client,
-            claim_ttl=settings.claim_ttl,
+            claim_ttl=claim_lifetime(settings.claim_ttl),
             lost_after=settings.lost_after,
             result_ttl=settings.result_ttl,
         ),

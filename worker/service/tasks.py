@@ -23,7 +23,9 @@ from worker.service.approvals import execute_approval
 from worker.service.auth import CallerScope, caller_scope
 from worker.service.call_observers import notify_answered
 from worker.service.calls import (
+    call_deadline,
     cancelled_before_start,
+    expired_before_start,
     parse_call,
     run_call,
     uses_session,
@@ -98,6 +100,7 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
 def _run_claimed(
     call_id: str, message: Any, svc: WorkerRuntime, caller: CallerScope
 ) -> str | None:
+    taken_at = time.monotonic()  # the caller's wait counts from here (call_deadline)
     ledger = svc.ledger
     parsed = parse_call(message)
     session_id = "" if isinstance(parsed, str) else parsed.session_id
@@ -135,7 +138,7 @@ def _run_claimed(
     svc.heartbeat.add(call_id, cancel)
     # Sealed with the verified caller's token, also on the dispatcher's thread.
     job: Callable[[], str] = functools.partial(
-        _run_taken, svc, call_id, prepared, cancel, moved_from, caller.seal
+        _run_taken, svc, call_id, prepared, cancel, moved_from, caller.seal, taken_at
     )
     if svc.dispatcher is None:
         return job()
@@ -156,14 +159,23 @@ def _run_taken(
     cancel: Cancellation,
     moved_from: str | None,
     seal: Callable[[str], str],
+    taken_at: float,
 ) -> str:
-    """Run a claimed call and deliver its result, sealed with ``seal`` (on a runner thread
-    of the dispatcher)."""
+    """Run a claimed call taken in at ``taken_at`` and deliver its result, sealed with
+    ``seal`` (on a runner thread of the dispatcher).
+
+    A call that waited behind its session's earlier calls until it was cancelled, or
+    until its caller's wait was over, is answered without running."""
     try:
-        if cancel.is_set():  # cancelled while it waited behind its session's earlier calls
-            result = cancelled_before_start(call_id)
+        deadline = call_deadline(message, svc, taken_at)
+        if cancel.is_set():  # by the caller, or by the worker shutting down
+            result = cancelled_before_start(call_id, cancel.reason)
+        elif time.monotonic() >= deadline:
+            result = expired_before_start(call_id)
         else:
-            result = run_call(message, svc, cancel=cancel, moved_from=moved_from)
+            result = run_call(
+                message, svc, cancel=cancel, moved_from=moved_from, deadline=deadline
+            )
         deliver_result(svc.ledger, call_id, result, seal)
         return result
     finally:

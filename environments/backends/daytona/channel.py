@@ -37,10 +37,14 @@ _PID_LINE = re.compile(rb"sbx-shell-pid (\d+)\r?$")
 
 def launch_line(shell: str) -> bytes:
     """The line typed into the PTY shell (see the module docstring)."""
-    quoted = shell_quote(start_script(shell))
+    # The new session's leader is an sh that waits for the session shell: bash with job
+    # control opens its stdin's terminal, which would make that terminal the controlling
+    # one of a session it leads, and then every command's subshell (a background process
+    # group) that reads its line from it would be stopped by SIGTTIN.
+    leader = shell_quote(f"sh -c {shell_quote(start_script(shell))}; exit")
     return (
         " stty raw -echo 2>/dev/null; set +m; S=; command -v setsid >/dev/null 2>&1 && S=setsid;"
-        f" $S sh -c {quoted} 2>&1 | cat; exit\n"
+        f" $S sh -c {leader} 2>&1 | cat; exit\n"
     ).encode()
 
 

@@ -4,17 +4,42 @@ Without a jail the paths are the host's and are opened as they are; in a jail
 they are the jail's, opened through
 :class:`~environments.backends.local.jailfs.JailFiles` (never past a planted
 link, never into a read-only or hidden part).
+
+Only regular files are read or written. The sandbox can put anything where
+a file is expected -- its processes' output and status files are in a
+directory it writes -- and a FIFO there would block the worker's ``open``
+forever (a read waits for a writer, a write for a reader): every open is
+non-blocking and checked with ``fstat`` before any byte moves, and a FIFO,
+socket or device is refused with :class:`NotRegularFile`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import secrets
+import stat
 
 from environments.backends.local.holes import punch_hole
 from environments.backends.local.jailfs import JailFiles
 from environments.base import OUTPUT_ALIGN, HeadTrim, discard_boundary
+from environments.errors import Invalid
+
+
+class NotRegularFile(Invalid, OSError):
+    """A FIFO, socket or device where a file was expected: refused, nothing was read
+    or written (``invalid``; an ``OSError`` too, so callers tolerating unreadable
+    files tolerate this one)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} is not a regular file (a FIFO, socket or device): refused")
+        self.errno = errno.EINVAL
+        self.filename = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # the sentence, not OSError's "[Errno 22] ..." form
 
 
 class LocalFiles:
@@ -24,10 +49,37 @@ class LocalFiles:
         self.jail = jail
 
     def open(self, path: str, flags: int, mode: int = 0o600) -> int:
-        """A descriptor for ``path`` (``os.open`` flags); the caller closes it."""
-        if self.jail is None:
-            return os.open(path, flags | os.O_CLOEXEC, mode)
-        return self.jail.open(path, flags, mode)
+        """A descriptor for the regular file ``path`` (``os.open`` flags); the caller
+        closes it. Never blocks on what is there (see the module docstring).
+
+        Raises :class:`NotRegularFile` for a FIFO, socket or device,
+        ``IsADirectoryError`` for a directory, and what the open raises.
+        """
+        # O_NONBLOCK: opening a FIFO returns at once (or ENXIO for a write with no
+        # reader) instead of waiting for the other end, which the sandbox controls.
+        try:
+            if self.jail is None:
+                fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+            else:
+                fd = self.jail.open(path, flags | os.O_NONBLOCK, mode)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO without a reader, a socket, a device
+                raise NotRegularFile(path) from exc
+            raise
+        try:
+            kind = os.fstat(fd).st_mode
+            if stat.S_ISDIR(kind):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+            if not stat.S_ISREG(kind):
+                raise NotRegularFile(path)
+            if not flags & os.O_NONBLOCK:
+                # Meaningless for a regular file, but the descriptor may become a
+                # process's stdout: it gets the flags asked for, nothing more.
+                fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def unlink(self, path: str) -> None:
         """Remove ``path`` if it exists."""

@@ -11,7 +11,10 @@ is one ``bwrap`` with the same mounts, so all of them see the same files:
   ``/var/tmp``), the workspace and ``binds`` read-write at their own paths;
 * a private ``/proc`` (a pid namespace of its own), a minimal ``/dev``;
 * the worker's private paths (``hide``: ``SBX_HOME``, spool, sockets) and the
-  credential files of ``/etc`` masked wherever a mount would show them;
+  credential files of ``/etc`` masked wherever a mount would show them, and the
+  directories above them that a writable mount shows bound onto themselves: a
+  mountpoint cannot be renamed, so nothing masked can be moved out from under its
+  mask (see :func:`_guards`);
 * a user namespace with every capability dropped and no further user
   namespaces; with network ``none`` a network namespace holding only ``lo``.
 
@@ -92,6 +95,47 @@ def _real(path: str) -> str:
     return os.path.realpath(path)
 
 
+def _by_depth(mounts: Iterable[Mount]) -> list[Mount]:
+    """``mounts`` with shallower destinations first (stable): a mount never hides a
+    deeper one made before it."""
+    return sorted(mounts, key=lambda m: m.dest.count("/"))
+
+
+def _covering(mounts: Iterable[Mount], path: str) -> Mount | None:
+    """The mount ``path`` falls in: the last one over it."""
+    last: Mount | None = None
+    for m in mounts:
+        if _under(path, m.dest):
+            last = m
+    return last
+
+
+def _guards(mounts: list[Mount], masked: Iterable[str]) -> list[Mount]:
+    """Binds of each directory at its own path that keep the ``masked`` host paths where
+    they are: every ancestor of a masked path that the jail sees, writable, through a
+    bind of the host at its own path (``mounts``, by depth).
+
+    A mask hides a path, not its parents. Were ``ws/state`` (holding a masked
+    ``ws/state/.sbx``) renamable in the jail, the sandbox could move it on the host
+    through the workspace's bind, and the next jail -- which masks the configured path
+    only -- would show the secret at its new name. A mountpoint cannot be renamed or
+    removed (``EBUSY``), and a bind of a directory onto itself changes nothing else: it
+    stays as writable as it was.
+    """
+    guards: dict[str, Mount] = {}
+    for path in masked:
+        ancestor = posixpath.dirname(path)
+        while ancestor != "/":
+            # Only under a writable bind of the host at its own path (whose top is a
+            # mountpoint already) does a rename move the host's directory. Elsewhere it
+            # moves nothing of the host's, or fails (EROFS).
+            m = _covering(mounts, ancestor)
+            if m is not None and m.kind == "bind" and m.source == m.dest != ancestor:
+                guards.setdefault(ancestor, Mount("bind", ancestor, ancestor))
+            ancestor = posixpath.dirname(ancestor)
+    return list(guards.values())
+
+
 class Jail:
     """The jail of one session: its directories, mounts and bubblewrap command lines.
 
@@ -141,14 +185,16 @@ class Jail:
             Mount("bind", self.home, source=str(self.dirs.home)),
             *binds,
         ]
-        mounts += sorted(session, key=lambda m: m.dest.count("/"))
+        masks = [*hidden, *ETC_SECRETS, *sorted(glob.glob("/etc/ssh/ssh_host_*key"))]
+        masks = [p for p in dict.fromkeys(masks) if os.path.lexists(p)]
+        session += _guards(_by_depth([*mounts, *session]), masks)
+        mounts += _by_depth(session)
         # The pty relay is Python: its interpreter must be there, read-only.
         prefix = _real(sys.base_prefix)
         if not self._visible(mounts, prefix):
             mounts.append(Mount("ro-bind", prefix, prefix))
-        masks = [*hidden, *ETC_SECRETS, *sorted(glob.glob("/etc/ssh/ssh_host_*key"))]
-        for path in dict.fromkeys(masks):
-            if os.path.lexists(path) and self._visible(mounts, path):
+        for path in masks:
+            if self._visible(mounts, path):
                 kind = "tmpfs" if os.path.isdir(path) and not os.path.islink(path) else "null"
                 mounts.append(Mount(kind, path))
         proc = str(self.dirs.proc)
@@ -228,7 +274,7 @@ class Jail:
 
 
 SHELL_INIT = r"""
-import _socket, os, sys
+import _signal, _socket, os, sys
 sock = _socket.socket(fileno=int(sys.argv[1]))
 _, ancillary, _, _ = sock.recvmsg(1, _socket.CMSG_SPACE(8))
 data = b"".join(d for level, kind, d in ancillary if kind == _socket.SCM_RIGHTS)
@@ -240,6 +286,12 @@ if pid == 0:
     for fd, to in ((pipes[0], 0), (pipes[1], 1), (null, 2)):
         os.dup2(fd, to)
     os.closerange(3, 65536)
+    for s in _signal.valid_signals():
+        try:
+            _signal.signal(s, _signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
     os.execv(sys.argv[2], sys.argv[2:])
 null = os.open("/dev/null", os.O_RDWR)
 for fd in (0, 1, 2):
@@ -262,8 +314,10 @@ sys.exit(code if code >= 0 else 128 - code)
 
 It receives the shell's stdin and stdout pipes over the socket (so that no other
 process -- bubblewrap's own included -- holds them: a dead shell is seen as one,
-EPIPE and EOF), runs the shell on them, reaps every process of the jail, and ends
-when none is left: a command whose shell died (``kill -9 $$``) still finishes and
+EPIPE and EOF), runs the shell on them with every signal at its default disposition
+and none blocked (Python ignores SIGPIPE and SIGXFSZ, and an ignored signal survives
+``exec``: ``yes | head`` would never see SIGPIPE), reaps every process of the jail,
+and ends when none is left: a command whose shell died (``kill -9 $$``) still finishes and
 reports, as it does without a jail."""
 
 

@@ -49,7 +49,11 @@ class JailFiles:
 
         Raises ``FileNotFoundError`` for a path no host directory of the jail holds,
         ``OSError(ELOOP)`` for a symlink on the way, ``OSError(EROFS)`` for a write
-        into a read-only mount, and what ``os.open`` raises.
+        into a read-only mount, and what ``os.open`` raises. Opens whatever file is
+        there, a FIFO too (a pty's input is one), and blocks as ``os.open`` does
+        unless ``flags`` has ``O_NONBLOCK``: for a file's bytes go through
+        :meth:`~environments.backends.local.files.LocalFiles.open`, which never
+        blocks and refuses anything but a regular file.
         """
         mount, parts = self._locate(path)
         if flags & _WRITES and mount.kind != "bind":

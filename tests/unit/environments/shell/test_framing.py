@@ -73,6 +73,20 @@ def test_export_dump_skips_valueless_and_garbage() -> None:
     assert parse_export_dump(b'declare -x NOVALUE\ngarbage line\ndeclare -rx R="1"\n') == {"R": "1"}
 
 
+def test_export_dump_leaves_out_exported_arrays() -> None:
+    # bash passes no array to a child: kept as a variable, it would become a bogus one.
+    script = "A=(a 'b c'); declare -A M=([k]=v); export A M S=plain; export -p"
+    dump = subprocess.run(["bash", "-c", script], env={}, capture_output=True).stdout
+    assert b"declare -ax A=" in dump and b"declare -Ax M=" in dump
+    parsed = parse_export_dump(dump)
+    assert parsed["S"] == "plain" and "A" not in parsed and "M" not in parsed
+
+
+def test_export_dump_keeps_bytes_that_are_not_utf8() -> None:
+    dump = subprocess.run(["bash", "-c", "export -p"], env={"B": "x\udcff"}, capture_output=True)
+    assert parse_export_dump(dump.stdout)["B"].encode("utf-8", "surrogateescape") == b"x\xff"
+
+
 @pytest.mark.parametrize("value", ["", "a b", "it's", "'", "\n", "$(rm -rf /)", "\\"])
 def test_shell_quote_round_trip(value: str) -> None:
     out = subprocess.run(["sh", "-c", f"printf %s {shell_quote(value)}"], capture_output=True)

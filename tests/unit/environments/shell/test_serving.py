@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from environments.backends.local.channel import PipeChannel
+from environments.backends.local.environment import LocalConfig, LocalEnvironment
 from environments.shell.driver import SessionShell
 from environments.shell.script import REBASE_BYTES, REBASE_REQUEST, REBASE_STATUS
 
@@ -155,3 +156,21 @@ def test_a_command_signalling_its_shell_loses_no_state(shell: SessionShell) -> N
     assert run(shell, f'export KEPT=1; cd /tmp; {parent} kill -USR1 "$parent"; echo x') == "x\n"
     assert run(shell, 'echo "$KEPT"; pwd') == "1\n/tmp\n"
     assert shell.restarts == 1
+
+
+@pytest.mark.parametrize("login", ["bash", "sh"])
+def test_a_deadline_before_the_command_reports_its_group_ends_only_the_command(
+    login: str, tmp_path: os.PathLike[str]
+) -> None:
+    # With no time left, the call still waits for the command's group to kill that group:
+    # the session shell and what else runs in it live on.
+    config = LocalConfig(cwd=str(tmp_path), isolation="none", shell=login, kill_grace=0.5)
+    env = LocalEnvironment(f"deadline-{login}", config=config)
+    try:
+        assert env.exec("sleep 611 & echo $! > bg.pid", timeout=30).exit_code == 0
+        result = env.exec("sleep 30", timeout=0)
+        assert (result.exit_code, result.timed_out) == (124, True), result
+        after = env.exec('kill -0 "$(cat bg.pid)" && echo alive; kill "$(cat bg.pid)"', timeout=30)
+        assert (after.output, after.shell_restarted) == ("alive\n", False), after
+    finally:
+        env.close()

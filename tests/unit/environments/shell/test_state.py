@@ -16,6 +16,7 @@ def test_a_per_call_value_is_not_kept_unless_the_command_changed_it() -> None:
         "NEW": "exported",
         "PWD": "/tmp",
         "SHLVL": "2",
+        "__sbx_a": "a command's own",
     }
     assert adopted_env(reported, overrides, session) == {
         "KEEP": "1",

@@ -1,0 +1,77 @@
+"""Conformance checks of what a command can do to its own session shell: end itself by a
+signal, trace itself, leave state the shell must carry in bytes that are not UTF-8,
+export variables that change how a shell reads its input, remove its own directory.
+None of it may cost the session its shell, its state or a truthful answer."""
+
+from __future__ import annotations
+
+from environments.conformance_tools import Factory, ok, run, sandbox, scratch_dir
+from environments.errors import InvalidCommand, WorkdirNotFound
+
+
+def check_command_sees_a_plain_shell(make: Factory) -> None:
+    """A command ended by a signal reports 128+N; it has no positional parameters; a
+    trace (``set -x``) shows nothing of sbx's own; names the shell manages are refused
+    as per-call variables."""
+    with sandbox(make) as env:
+        killed = run(env, "sh -c 'kill -TERM $PPID'; echo not reached")
+        assert (killed.exit_code, killed.output) == (143, ""), killed
+        assert run(env, "false; sh -c 'kill -HUP $PPID'").exit_code == 129
+        assert ok(env, 'echo "$#[${1-}][${2-}]"', workdir="/") == "0[][]\n"
+        traced = run(env, "set -x; echo traced")
+        assert traced.exit_code == 0 and "traced\n" in traced.output, traced
+        assert "__sbx" not in traced.output and "sbx_" not in traced.output, traced
+        for name in ("PWD", "__sbx_a"):
+            try:
+                run(env, "true", env={name: "/"})
+            except InvalidCommand:
+                continue
+            raise AssertionError(f"per-call {name} was accepted")
+        assert ok(env, "echo next") == "next\n"
+
+
+def check_state_in_any_bytes(make: Factory) -> None:
+    """A variable and a directory whose names or values are not UTF-8 are session state
+    like any other, and the session goes on."""
+    with sandbox(make) as env:
+        ok(env, f"cd '{scratch_dir(env)}'")
+        ok(env, "d=\"d$(printf '\\377')\"; mkdir \"$d\" && cd \"$d\" && "
+                "export SBX_CONF_RAW=\"x$(printf '\\377')\"")  # fmt: skip
+        check = (
+            '[ "$SBX_CONF_RAW" = "x$(printf \'\\377\')" ] && '
+            "case $PWD in */d$(printf '\\377')) echo same;; esac"
+        )
+        assert ok(env, check) == "same\n"
+        assert ok(env, "unset SBX_CONF_RAW; echo ${SBX_CONF_RAW-gone}") == "gone\n"
+
+
+def check_shell_variables_do_not_break_the_shell(make: Factory) -> None:
+    """``IFS`` and ``TMOUT`` exported beside a large state (which moves into the session
+    shell itself) change nothing of how calls are answered: a command's own EXIT trap,
+    ``exec`` and a timeout behave as without them, on the same shell."""
+    fill = "f" * 3000
+    with sandbox(make) as env:
+        ok(env, f"export IFS=/ TMOUT=30 SBX_CONF_FILL={fill}")
+        trapped = run(env, "trap 'echo cleanup' EXIT; echo done", timeout=20)
+        assert (trapped.exit_code, trapped.output) == (0, "done\ncleanup\n"), trapped
+        assert ok(env, "exec echo replaced") == "replaced\n"
+        assert run(env, "sleep 30", timeout=1).timed_out
+        after = run(env, 'echo "${#SBX_CONF_FILL} $TMOUT"')
+        assert (after.output, after.shell_restarted) == ("3000 30\n", False), after
+
+
+def check_lost_cwd_runs_nothing(make: Factory) -> None:
+    """When the session's working directory disappears, the next command runs nowhere
+    else: it raises WorkdirNotFound naming the session's new cwd (where it started), and
+    the call after runs there."""
+    with sandbox(make) as env:
+        start = ok(env, "pwd").strip()
+        ok(env, f"cd '{scratch_dir(env)}' && mkdir gone && cd gone && rmdir ../gone")
+        try:
+            run(env, "touch should-not-exist")
+        except WorkdirNotFound as exc:
+            assert exc.cwd == start, exc
+        else:
+            raise AssertionError("a command ran although the session's cwd is gone")
+        assert ok(env, "pwd").strip() == start
+        assert ok(env, "[ -e should-not-exist ] || echo absent") == "absent\n"
