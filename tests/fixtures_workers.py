@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, WorkerProcess, redis_server, short_tmpdir, wait_until
+from tests.helpers import REPO, RedisProcess, WorkerProcess, redis_server, short_tmpdir, wait_until
 from worker.settings import Settings
 
 
@@ -92,6 +92,15 @@ def settings_for(home: Path, broker_url: str | None, **overrides: object) -> Set
 
 
 @pytest.fixture
+def own_redis() -> Iterator[RedisProcess]:
+    """A redis-server of the test's own, for tests that stop, restart or empty their broker."""
+    server = RedisProcess()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
 def start_worker(sbx_home: Path) -> Iterator[object]:
     """Factory: ``start_worker(broker_url, **env)`` runs a real worker process until test end."""
     workers: list[WorkerProcess] = []
@@ -123,4 +132,3 @@ def _dead(w: WorkerProcess) -> bool:
     if w.proc is not None and w.proc.poll() is not None:
         raise AssertionError(f"worker exited early:\n{w.log()}")
     return False
-

@@ -10,9 +10,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, Protocol
 
 import psutil
 import pytest
@@ -62,6 +64,36 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.01)
+
+
+def held_command(tmp_path: Path, word: str, before: str = "") -> tuple[Path, Path, str]:
+    """``(started, go, command)``: the command runs ``before``, touches ``started``, then
+    waits for the test to create ``go`` and prints ``word``."""
+    started, go = tmp_path / "started", tmp_path / "go"
+    wait = f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo {word}"
+    return started, go, before + wait
+
+
+class ToolCaller(Protocol):
+    def tool_call(self, name: str, args: Any, *, wait: float | None = None) -> str: ...
+
+
+def call_in_background(
+    client: ToolCaller, command: str, wait: float
+) -> tuple[threading.Thread, list[object]]:
+    """A started thread making ``client``'s terminal call of ``command``, and the list that
+    gets its answer or the exception it raised."""
+    outcome: list[object] = []
+
+    def call() -> None:
+        try:
+            outcome.append(client.tool_call("terminal", {"command": command}, wait=wait))
+        except BaseException as exc:  # the test asserts what came back
+            outcome.append(exc)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    return thread, outcome
 
 
 def free_port() -> int:

@@ -8,67 +8,53 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fixtures_workers import settings_for
-from tests.helpers import RedisProcess, wait_until
+from tests.helpers import RedisProcess, call_in_background, held_command, wait_until
 from worker.client import BrokerUnavailable, SandboxClient
 
 
-@pytest.fixture
-def broker() -> Iterator[RedisProcess]:
-    server = RedisProcess()
-    server.start()
-    yield server
-    server.stop()
-
-
-def held_command(tmp_path: Path, word: str) -> tuple[Path, Path, str]:
-    """``(started, go, command)``: the command touches ``started``, then waits for the
-    test to create ``go`` and prints ``word``."""
-    started, go = tmp_path / "started", tmp_path / "go"
-    return started, go, f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo {word}"
-
-
 def test_a_call_sent_while_the_broker_is_down_fails_clearly_and_service_resumes(
-    broker: RedisProcess, sbx_home: Path, start_worker: Any
+    own_redis: RedisProcess, sbx_home: Path, start_worker: Any
 ) -> None:
-    start_worker(broker.url)
-    with SandboxClient(session_id="gone", settings=settings_for(sbx_home, broker.url)) as client:
+    start_worker(own_redis.url)
+    with SandboxClient(session_id="gone", settings=settings_for(sbx_home, own_redis.url)) as client:
         assert client.exec("echo before").output == "before\n"
-        broker.kill()
+        own_redis.kill()
         with pytest.raises(BrokerUnavailable) as info:
             client.tool_call("terminal", {"command": "echo never"})
-        assert f"127.0.0.1:{broker.port}" in str(info.value)
+        assert f"127.0.0.1:{own_redis.port}" in str(info.value)
         assert "not sent" in str(info.value)
         assert client.ping(timeout=1.0) is False
-        broker.start()
+        own_redis.start()
         # The worker reconnects by itself; the same client works again.
         wait_until(lambda: client.ping(timeout=1.0), 60, "the worker to reconnect")
         assert client.exec("echo after").output == "after\n"
 
 
 def test_a_running_call_keeps_its_result_across_a_broker_restart(
-    broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
+    own_redis: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
 ) -> None:
-    worker = start_worker(broker.url)
+    worker = start_worker(own_redis.url)
     started, go, command = held_command(tmp_path, "finished")
     answer: list[str] = []
-    with SandboxClient(session_id="restart", settings=settings_for(sbx_home, broker.url)) as client:
+    with SandboxClient(
+        session_id="restart", settings=settings_for(sbx_home, own_redis.url)
+    ) as client:
         t = threading.Thread(
             target=lambda: answer.append(client.tool_call("terminal", {"command": command}))
         )
         t.start()
         wait_until(started.exists, 60, "the command to start")
-        broker.kill()
+        own_redis.kill()
         go.touch()
         # The call finished while the broker was gone: its worker holds the result.
         wait_until(lambda: "holding the result" in worker.log(), 60, "the worker to hold it")
-        broker.start()
+        own_redis.start()
         t.join(timeout=120)
         assert not t.is_alive()
     result = json.loads(answer[0])
@@ -77,30 +63,21 @@ def test_a_running_call_keeps_its_result_across_a_broker_restart(
 
 
 def test_a_waiting_client_reports_a_broker_that_stays_away(
-    broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
+    own_redis: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
 ) -> None:
-    worker = start_worker(broker.url)
+    worker = start_worker(own_redis.url)
     started, go, command = held_command(tmp_path, "late")
-    with SandboxClient(session_id="away", settings=settings_for(sbx_home, broker.url)) as client:
-        answer: list[BaseException] = []
-
-        def call() -> None:
-            try:
-                client.tool_call("terminal", {"command": command}, wait=3)
-            except BaseException as exc:
-                answer.append(exc)
-
-        t = threading.Thread(target=call)
-        t.start()
+    with SandboxClient(session_id="away", settings=settings_for(sbx_home, own_redis.url)) as client:
+        t, answer = call_in_background(client, command, wait=3)
         wait_until(started.exists, 60, "the command to start")
-        broker.kill()
+        own_redis.kill()
         t.join(timeout=120)
         assert not t.is_alive()
         # The call finishes with the broker still away; once it is back, the held result
         # is delivered (nobody collects it here: the waiting client gave up).
         go.touch()
         wait_until(lambda: "holding the result" in worker.log(), 60, "the worker to hold it")
-        broker.start()
+        own_redis.start()
         wait_until(lambda: "delivered" in worker.log(), 60, "the held result's delivery")
     assert len(answer) == 1 and isinstance(answer[0], BrokerUnavailable), answer
     message = str(answer[0])

@@ -11,11 +11,9 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 
 from tests.fixtures_workers import settings_for
@@ -29,22 +27,14 @@ MIN_BUDGET_S = 0.5
 max(MIN_BUDGET_S, wait - ANSWER_MARGIN_S)."""
 
 
-@pytest.fixture
-def broker() -> Iterator[RedisProcess]:
-    server = RedisProcess()
-    server.start()
-    yield server
-    server.stop()
-
-
 def test_a_call_whose_wait_ended_while_it_queued_is_answered_without_running(
-    broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
+    own_redis: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
 ) -> None:
-    start_worker(broker.url)
+    start_worker(own_redis.url)
     started, go, ran = tmp_path / "started", tmp_path / "go", tmp_path / "late-ran"
     hold = f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo first"
-    ledger = redis.Redis.from_url(broker.url)
-    with SandboxClient(session_id="late", settings=settings_for(sbx_home, broker.url)) as c:
+    ledger = redis.Redis.from_url(own_redis.url)
+    with SandboxClient(session_id="late", settings=settings_for(sbx_home, own_redis.url)) as c:
         first: list[str] = []
         holder = threading.Thread(
             target=lambda: first.append(c.tool_call("terminal", {"command": hold}, wait=120))
@@ -74,12 +64,12 @@ def test_a_call_whose_wait_ended_while_it_queued_is_answered_without_running(
 
 
 def test_a_queued_call_still_within_its_wait_runs(
-    broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
+    own_redis: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
 ) -> None:
-    start_worker(broker.url)
+    start_worker(own_redis.url)
     started, go = tmp_path / "started", tmp_path / "go"
     hold = f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo first"
-    with SandboxClient(session_id="ontime", settings=settings_for(sbx_home, broker.url)) as c:
+    with SandboxClient(session_id="ontime", settings=settings_for(sbx_home, own_redis.url)) as c:
         holder = threading.Thread(target=lambda: c.tool_call("terminal", {"command": hold}))
         holder.start()
         wait_until(started.exists, 60, "the first call to hold the session's shell")
@@ -95,12 +85,12 @@ def test_a_queued_call_still_within_its_wait_runs(
 
 
 def test_on_sigterm_a_call_queued_behind_its_session_says_the_worker_shut_down(
-    broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
+    own_redis: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
 ) -> None:
-    worker = start_worker(broker.url, SBX_SHUTDOWN_GRACE="1")
+    worker = start_worker(own_redis.url, SBX_SHUTDOWN_GRACE="1")
     started = tmp_path / "started"
-    ledger = redis.Redis.from_url(broker.url)
-    with SandboxClient(session_id="stopping", settings=settings_for(sbx_home, broker.url)) as c:
+    ledger = redis.Redis.from_url(own_redis.url)
+    with SandboxClient(session_id="stopping", settings=settings_for(sbx_home, own_redis.url)) as c:
         c.exec("true")
         holder = threading.Thread(
             target=lambda: c.tool_call("terminal", {"command": f"touch {started}; sleep 600"})

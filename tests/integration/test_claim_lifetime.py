@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import time
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +25,6 @@ from worker.protocol.ledger import claim_key, delivered_key
 CLAIM_TTL = 60
 
 
-@pytest.fixture
-def broker() -> Iterator[RedisProcess]:
-    server = RedisProcess()
-    server.start()
-    yield server
-    server.stop()
-
-
 def _clock_ahead(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     """Proofs made from now on are issued ``seconds`` ahead of the real clock."""
     real = time.time
@@ -41,11 +32,11 @@ def _clock_ahead(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
 
 
 def test_the_claim_of_a_call_signed_ahead_lives_as_long_as_its_proof_verifies(
-    broker: RedisProcess, sbx_home: Path, start_worker: Any, monkeypatch: pytest.MonkeyPatch
+    own_redis: RedisProcess, sbx_home: Path, start_worker: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    start_worker(broker.url, SBX_CLAIM_TTL=str(CLAIM_TTL))
-    settings = settings_for(sbx_home, broker.url, claim_ttl=CLAIM_TTL)
-    ledger = redis.Redis.from_url(broker.url)
+    start_worker(own_redis.url, SBX_CLAIM_TTL=str(CLAIM_TTL))
+    settings = settings_for(sbx_home, own_redis.url, claim_ttl=CLAIM_TTL)
+    ledger = redis.Redis.from_url(own_redis.url)
     with SandboxClient(session_id="skewed", settings=settings) as c:
         _clock_ahead(monkeypatch, mac.MAX_CLOCK_SKEW_S - 50)
         message = c.call_message("terminal", {"command": "echo once"}, wait=30)
@@ -63,10 +54,10 @@ def test_the_claim_of_a_call_signed_ahead_lives_as_long_as_its_proof_verifies(
 
 
 def test_a_call_signed_too_far_ahead_is_denied_naming_the_clock(
-    broker: RedisProcess, sbx_home: Path, start_worker: Any, monkeypatch: pytest.MonkeyPatch
+    own_redis: RedisProcess, sbx_home: Path, start_worker: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    worker = start_worker(broker.url)
-    with SandboxClient(session_id="fast", settings=settings_for(sbx_home, broker.url)) as c:
+    worker = start_worker(own_redis.url)
+    with SandboxClient(session_id="fast", settings=settings_for(sbx_home, own_redis.url)) as c:
         _clock_ahead(monkeypatch, mac.MAX_CLOCK_SKEW_S + 100)
         message = c.call_message("terminal", {"command": "echo never"}, wait=30)
         monkeypatch.undo()

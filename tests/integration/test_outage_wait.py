@@ -11,47 +11,26 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.fixtures_workers import settings_for
-from tests.helpers import RedisProcess, wait_until
+from tests.helpers import RedisProcess, call_in_background, held_command, wait_until
 from worker.broker.sender import REROUTE_CHECK_S
 from worker.client import SandboxClient
 
 
-@pytest.fixture
-def broker() -> Iterator[RedisProcess]:
-    server = RedisProcess()
-    server.start()
-    yield server
-    server.stop()
-
-
 def test_a_waiting_client_outlasts_an_outage_longer_than_its_reroute_check(
-    broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
+    own_redis: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
 ) -> None:
-    worker = start_worker(broker.url)
-    started, go = tmp_path / "started", tmp_path / "go"
-    command = f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo finished"
-    outcome: list[object] = []
+    worker = start_worker(own_redis.url)
+    started, go, command = held_command(tmp_path, "finished")
     # A new session: its first call goes to the shared queue, where a broker restarted
     # empty still sends it (no re-send: that is another matter, docs/fleet.md).
-    with SandboxClient(session_id="outage", settings=settings_for(sbx_home, broker.url)) as c:
-
-        def call() -> None:
-            try:
-                outcome.append(c.tool_call("terminal", {"command": command}, wait=300))
-            except BaseException as exc:
-                outcome.append(exc)
-
-        t = threading.Thread(target=call)
-        t.start()
+    with SandboxClient(session_id="outage", settings=settings_for(sbx_home, own_redis.url)) as c:
+        t, outcome = call_in_background(c, command, wait=300)
         wait_until(started.exists, 60, "the command to start")
-        broker.kill()
+        own_redis.kill()
         killed_at = time.monotonic()
         go.touch()
         wait_until(lambda: "holding the result" in worker.log(), 60, "the worker to hold it")
@@ -63,7 +42,7 @@ def test_a_waiting_client_outlasts_an_outage_longer_than_its_reroute_check(
             "an outage longer than a reroute check",
         )
         assert t.is_alive(), f"the client gave up during the outage: {outcome}"
-        broker.start()
+        own_redis.start()
         t.join(timeout=120)
         assert not t.is_alive()
     assert len(outcome) == 1 and isinstance(outcome[0], str), outcome
@@ -72,16 +51,12 @@ def test_a_waiting_client_outlasts_an_outage_longer_than_its_reroute_check(
 
 
 def test_a_call_seen_claimed_is_not_sent_again_after_the_ledger_restarts_empty(
-    broker: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
+    own_redis: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
 ) -> None:
-    start_worker(broker.url)
-    started, go, runs = tmp_path / "started", tmp_path / "go", tmp_path / "runs"
-    command = (
-        f"echo run >> {runs}; touch {started}; "
-        f"while [ ! -e {go} ]; do sleep 0.02; done; echo finished"
-    )
-    outcome: list[object] = []
-    with SandboxClient(session_id="resend", settings=settings_for(sbx_home, broker.url)) as c:
+    start_worker(own_redis.url)
+    runs = tmp_path / "runs"
+    started, go, command = held_command(tmp_path, "finished", before=f"echo run >> {runs}; ")
+    with SandboxClient(session_id="resend", settings=settings_for(sbx_home, own_redis.url)) as c:
         # The session's calls now go to its worker's own queue; after the restart the
         # ledger no longer says so, and names the shared queue instead.
         assert c.exec("true").exit_code == 0
@@ -105,19 +80,11 @@ def test_a_call_seen_claimed_is_not_sent_again_after_the_ledger_restarts_empty(
             return wait_slice(*args, **kwargs)
 
         c.sender._wait = counting  # type: ignore[method-assign]
-
-        def call() -> None:
-            try:
-                outcome.append(c.tool_call("terminal", {"command": command}, wait=300))
-            except BaseException as exc:
-                outcome.append(exc)
-
-        t = threading.Thread(target=call)
-        t.start()
+        t, outcome = call_in_background(c, command, wait=300)
         wait_until(started.exists, 60, "the command to start")
         wait_until(seen_claimed.is_set, 60, "the client to see the call claimed")
-        broker.kill()
-        broker.start()  # empty: the call's claim and the session's lease are gone
+        own_redis.kill()
+        own_redis.start()  # empty: the call's claim and the session's lease are gone
         restarted = len(slices)
         # Two more slices: the client decided after a slice that began with the ledger
         # empty whether to send the call again (it used to: "unclaimed", and the ledger
