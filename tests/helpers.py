@@ -123,6 +123,8 @@ class RedisProcess:
     def start(self) -> None:
         """Start the server (empty: nothing is persisted) and wait until it answers."""
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
         self.proc = subprocess.Popen(
             [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
@@ -130,7 +132,8 @@ class RedisProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        client = redis.Redis(port=self.port)
+        # No retries: a refused connection is an answer (not yet), asked again at once.
+        client = redis.Redis(port=self.port, retry=Retry(NoBackoff(), 0))
 
         def answers() -> bool:
             try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -23,6 +24,8 @@ from pathlib import Path
 
 import psutil
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from process_registry.runtime_dir import runtime_dir
 
@@ -108,11 +111,13 @@ class EmbeddedBroker:
         return f"redis+socket://{self.socket_path}"
 
     def client(self, timeout: float = 2.0) -> redis.Redis:
-        """A redis-py client on the socket."""
+        """A redis-py client on the socket that never retries a failed command (a probe
+        must answer at once, and SHUTDOWN ends the connection it is sent on)."""
         return redis.Redis(
             unix_socket_path=str(self.socket_path),
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
         )
 
     def ping(self) -> bool:
@@ -166,8 +171,7 @@ class EmbeddedBroker:
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(psutil.Error):
-                psutil.Process(pid).wait(timeout=5)
+            _wait_ended(pid, 5.0)
         for path in (self.pidfile, self.socket_path):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
@@ -219,8 +223,7 @@ class EmbeddedBroker:
                 ):
                     c.shutdown(nosave=True)
             if pid is not None:
-                with contextlib.suppress(psutil.Error):
-                    psutil.Process(pid).wait(timeout=timeout)
+                _wait_ended(pid, timeout)
             for path in (self.pidfile, self.socket_path):
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
@@ -234,3 +237,19 @@ class EmbeddedBroker:
             "running": self.ping(),
             "pid": self._server_pid(),
         }
+
+
+def _wait_ended(pid: int, timeout: float) -> None:
+    """Return once process ``pid`` has ended (or ``timeout`` seconds passed).
+
+    The server daemonised, so it is not our child: its end shows on a pidfd at once,
+    where waiting for the pid to vanish would last until its parent reaps it.
+    """
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
