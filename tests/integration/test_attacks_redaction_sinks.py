@@ -1,0 +1,54 @@
+"""Sinks beside the output that a secret reached unredacted, through a real worker: the
+``cwd`` of a result, receipt and checkpoint (a directory named by a secret)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.fixtures_workers import settings_for
+from tests.helpers import files_containing, held_command, wait_until
+from worker.client import SandboxClient
+
+PASSWORD = "hunter2-Sup3rS3cret-Qx81"
+GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+SECRETS = (PASSWORD, GITHUB[4:])
+
+
+def leaked(text: str) -> list[str]:
+    """The secrets (or the body of the GitHub token) that ``text`` shows."""
+    return [s[:6] for s in SECRETS if s in text]
+
+
+def call(client: SandboxClient, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    answer: dict[str, Any] = json.loads(client.tool_call(tool, args))
+    return answer
+
+
+def test_a_directory_named_by_a_secret_shows_in_no_cwd(
+    sbx_home: Path, start_worker: Any, tmp_path: Path
+) -> None:
+    worker = start_worker(None)
+    with SandboxClient(session_id="cwd", settings=settings_for(sbx_home, None)) as c:
+        # The secret comes from the session's environment: the command never holds it.
+        call(c, "terminal", {"command": f"GH=ghp_{GITHUB[4:20]}; export GH=${{GH}}{GITHUB[20:]}"})
+        entered = call(c, "terminal", {"command": 'mkdir -p "/tmp/d/$GH" && cd "/tmp/d/$GH"'})
+        assert entered["exit_code"] == 0 and entered["cwd"].startswith("/tmp/d/ghp_"), entered
+        after = call(c, "terminal", {"command": "echo still-there"})
+        assert after["output"] == "still-there\n"
+        assert not leaked(json.dumps(entered)) and not leaked(json.dumps(after)), (entered, after)
+        # A background process started there: its checkpoint while it runs, then its receipt.
+        started, go, command = held_command(tmp_path, "done")
+        bg = call(c, "terminal", {"command": command, "background": True,
+                                  "workdir": f"/tmp/d/{GITHUB}"})  # fmt: skip
+        assert bg.get("status") == "running", bg
+        wait_until(started.exists, 60, "the background command to start")
+        assert list((sbx_home / "checkpoints").iterdir())
+        assert files_containing(sbx_home, SECRETS) == []
+        go.touch()
+        done = c.wait(bg["process_id"], timeout=60)
+        assert done.status == "exited" and done.exit_code == 0
+        assert c.receipt(bg["process_id"]).cwd is not None
+    assert files_containing(sbx_home, SECRETS) == []
+    assert not leaked(worker.log())
