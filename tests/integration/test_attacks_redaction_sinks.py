@@ -1,5 +1,6 @@
 """Sinks beside the output that a secret reached unredacted, through a real worker: the
-``cwd`` of a result, receipt and checkpoint (a directory named by a secret)."""
+``cwd`` of a result, receipt and checkpoint (a directory named by a secret), and error
+texts that repeat the caller's arguments."""
 
 from __future__ import annotations
 
@@ -51,4 +52,26 @@ def test_a_directory_named_by_a_secret_shows_in_no_cwd(
         assert done.status == "exited" and done.exit_code == 0
         assert c.receipt(bg["process_id"]).cwd is not None
     assert files_containing(sbx_home, SECRETS) == []
+    assert not leaked(worker.log())
+
+
+def test_error_texts_that_repeat_the_arguments_show_no_secret(
+    sbx_home: Path, start_worker: Any
+) -> None:
+    worker = start_worker(None)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("terminal", {"command": "echo x", "workdir": f"/nope/{GITHUB}"}),
+        ("terminal", {"command": "echo x", "background": True, "workdir": f"/nope/{GITHUB}"}),
+        ("terminal", {"command": "echo x", GITHUB: True}),
+        (GITHUB, {}),
+        ("process", {"action": "poll", "process_id": GITHUB}),
+        ("read_file", {"path": f"/nope/{GITHUB}"}),
+        ("write_file", {"path": f"/nope/{GITHUB}/x", "content": "x"}),
+    ]
+    with SandboxClient(session_id="errors", settings=settings_for(sbx_home, None)) as c:
+        for tool, args in calls:
+            answer = call(c, tool, args)
+            assert isinstance(answer.get("error"), str) and answer["error"], (tool, answer)
+            assert "[REDACTED]" in answer["error"], (tool, answer)
+            assert not leaked(json.dumps(answer)), (tool, answer)
     assert not leaked(worker.log())
