@@ -1,12 +1,18 @@
 """Sinks beside the output that a secret reached unredacted, through a real worker: the
-``cwd`` of a result, receipt and checkpoint (a directory named by a secret), and error
-texts that repeat the caller's arguments."""
+``cwd`` of a result, receipt and checkpoint (a directory named by a secret), error texts
+that repeat the caller's arguments, and the command sent to a smart-mode judge."""
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 from tests.fixtures_workers import settings_for
 from tests.helpers import files_containing, held_command, wait_until
@@ -75,3 +81,48 @@ def test_error_texts_that_repeat_the_arguments_show_no_secret(
             assert "[REDACTED]" in answer["error"], (tool, answer)
             assert not leaked(json.dumps(answer)), (tool, answer)
     assert not leaked(worker.log())
+
+
+@pytest.fixture
+def judge() -> Iterator[tuple[str, list[str]]]:
+    """A judge model's endpoint (an HTTP server answering DENY) and the bodies it got."""
+    bodies: list[str] = []
+
+    class Judge(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            bodies.append(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            reply = json.dumps({"choices": [{"message": {"content": "DENY"}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Judge)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1", bodies
+    finally:
+        server.shutdown()
+        thread.join()
+
+
+def test_the_judge_is_sent_the_command_redacted(
+    sbx_home: Path, start_worker: Any, judge: tuple[str, list[str]]
+) -> None:
+    url, bodies = judge
+    config = {"approvals": {"mode": "smart", "judge": {"url": url}}}
+    (sbx_home / "config.yaml").write_text(yaml.safe_dump(config))
+    start_worker(None)
+    command = f"git push -f https://bot:{PASSWORD}@example.com/a/b.git main"
+    with SandboxClient(session_id="judged", settings=settings_for(sbx_home, None)) as c:
+        answer = call(c, "terminal", {"command": command})
+    assert answer["status"] == "blocked", answer
+    assert len(bodies) == 1
+    asked = json.loads(bodies[0])["messages"][1]["content"]
+    assert "git push -f https://bot:[REDACTED]@example.com/a/b.git main" in asked, asked
+    assert not leaked(bodies[0])
