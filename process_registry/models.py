@@ -123,6 +123,7 @@ class ProcessRecord(BaseModel):
     command: str
     """Redacted."""
     cwd: str | None
+    """The workdir the call asked for (None: the session's), redacted."""
     output_path: str
     status_path: str
     started_at: float

@@ -9,7 +9,7 @@ Layout under ``$SBX_HOME/logs``:
 * ``process-chains/<hash of session>.json``: the head of each session's hash
   chain (:mod:`process_registry.receipt_chains`), fsynced with every receipt.
 
-Contracts: ``command`` and ``output`` are redacted here whatever the caller
+Contracts: ``command``, ``cwd`` and ``output`` are redacted here whatever the caller
 did (forced); output is cut to ``output_cap`` bytes (head + tail + marker);
 with a ``sealer`` (workers always pass one) each receipt and chain head is
 sealed with a key only keyring holders have; :meth:`ReceiptStore.read` and
@@ -164,6 +164,7 @@ class ReceiptStore:
         clean = draft.model_copy(
             update={
                 "command": redact(draft.command),
+                "cwd": None if draft.cwd is None else redact(draft.cwd),
                 "output": output,
                 "output_truncated": draft.output_truncated or cut,
             }

@@ -168,7 +168,7 @@ class ProcessTable(ProcessCompletion, ProcessObserving):
             backend=env.backend,
             sandbox_id=env.sandbox_id,
             command=redact(command),
-            cwd=workdir,
+            cwd=None if workdir is None else redact(workdir),  # a path may hold a secret
             output_path=spawned.output_path,
             status_path=spawned.status_path,
             started_at=time.time(),
@@ -205,9 +205,7 @@ class ProcessTable(ProcessCompletion, ProcessObserving):
             tracked.checkpointed.set()
         with self._lock:
             self._live[record.process_id] = tracked
-        self._watcher.watch(
-            record.process_id, env, spawned, local=env.processes_on_worker_host
-        )
+        self._watcher.watch(record.process_id, env, spawned, local=env.processes_on_worker_host)
         if record.timeout is not None:
             remaining = record.started_at + record.timeout - time.time()
             self._watcher.schedule(max(0.0, remaining), lambda: self._expire(record.process_id))

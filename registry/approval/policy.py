@@ -75,7 +75,7 @@ class ApprovalGuard:
     ``approvals.judge``; ``clock`` returns wall-clock seconds;
     ``protected_paths`` are added to ``approvals.protected_paths`` (the worker
     passes its ``SBX_HOME`` and ``config.yaml``: writing or deleting them needs
-    approval).
+    approval). ``judge_view``: what a smart-mode judge (a third party) is sent of a command.
     """
 
     def __init__(
@@ -97,6 +97,7 @@ class ApprovalGuard:
         self._judge_cache: tuple[JudgeSettings, JudgeClient] | None = None
         self._clock = clock
         self._new_id = id_factory
+        self.judge_view: Callable[[str], str] = str  # the worker sets its redactor
 
     @classmethod
     def from_config_file(
@@ -304,7 +305,8 @@ class ApprovalGuard:
         first = open_findings[0]
         if mode == "smart":
             judge = self._judge_for(settings)
-            verdict = judge.judge(command, first.key, first.description) if judge else "escalate"
+            shown = self.judge_view(command)
+            verdict = judge.judge(shown, first.key, first.description) if judge else "escalate"
             if verdict == "approve":
                 return ApprovalDecision(
                     outcome="allow",

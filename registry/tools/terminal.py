@@ -173,8 +173,8 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
             live(result.output.encode())  # this backend cannot stream: all of it at the end
     except WorkdirNotFound as exc:
         cwd = exc.cwd if exc.cwd is not None else args.workdir or ""
-        return {"output": "", "exit_code": 1, "error": _text(str(exc)), "cwd": _text(cwd),
-                "truncated": False, "duration_ms": 0}  # fmt: skip
+        return {"output": "", "exit_code": 1, "error": _text(str(exc)),
+                "cwd": _redact(_text(cwd), ctx), "truncated": False, "duration_ms": 0}  # fmt: skip
     except InvalidCommand as exc:
         return {"error": f"invalid command: {exc}"}
     error = None
@@ -189,7 +189,8 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
         "output": _redact(result.output, ctx),
         "exit_code": result.exit_code,
         "error": error,
-        "cwd": _text(result.cwd),
+        # A directory may be named by a secret (`cd "$TOKEN"`): shown like the output.
+        "cwd": _redact(_text(result.cwd), ctx),
         "truncated": result.truncated,
         "duration_ms": result.duration_ms,
     }

@@ -14,6 +14,7 @@ from typing import Any
 import redis
 
 from environments.pool import SandboxPool
+from process_registry.redact import redact_text
 from process_registry.sessions import SessionSigner
 from registry.approval import ApprovalGuard
 from registry.tools.file_access import FilePolicy
@@ -176,6 +177,8 @@ def build_approval_guard(
         # The worker guards itself: overwriting its home or config needs approval.
         protected_paths=[str(settings.home), str(settings.home / "config.yaml")],
     )
+    # A smart-mode judge is a third party: it is sent the command redacted.
+    guard.judge_view = redact_text
     audit(client, guard)
     return guard
 

@@ -19,6 +19,7 @@ from registry.results import tool_error
 from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK, TOOLS_TASK
+from worker.service.answer_errors import redact_error
 from worker.service.approvals import execute_approval
 from worker.service.auth import CallerScope, caller_scope
 from worker.service.call_observers import notify_answered
@@ -49,12 +50,14 @@ def deliver_result(
     seal: Callable[[str], str] | None = None,
     patience: float = DELIVERY_PATIENCE_S,
 ) -> bool:
-    """Deliver ``result`` (sealed with ``seal`` for its caller) to the call's mailbox,
-    retrying while the broker is unreachable; the worker's observers see it unsealed.
+    """Deliver ``result`` (its error text redacted, then sealed with ``seal`` for its
+    caller) to the call's mailbox, retrying while the broker is unreachable; the
+    worker's observers see it unsealed.
 
     True when delivered (or a result was delivered before); False when the
     broker stayed unreachable for ``patience`` seconds (logged: the result is gone).
     """
+    result = redact_error(result)
     notify_answered(call_id, result)
     if seal is not None:
         result = seal(result)
@@ -97,9 +100,7 @@ def run_claimed(call_id: str, message: Any, svc: WorkerRuntime) -> str | None:
         return _run_claimed(call_id, message, svc, caller)
 
 
-def _run_claimed(
-    call_id: str, message: Any, svc: WorkerRuntime, caller: CallerScope
-) -> str | None:
+def _run_claimed(call_id: str, message: Any, svc: WorkerRuntime, caller: CallerScope) -> str | None:
     taken_at = time.monotonic()  # the caller's wait counts from here (call_deadline)
     ledger = svc.ledger
     parsed = parse_call(message)
@@ -173,9 +174,7 @@ def _run_taken(
         elif time.monotonic() >= deadline:
             result = expired_before_start(call_id)
         else:
-            result = run_call(
-                message, svc, cancel=cancel, moved_from=moved_from, deadline=deadline
-            )
+            result = run_call(message, svc, cancel=cancel, moved_from=moved_from, deadline=deadline)
         deliver_result(svc.ledger, call_id, result, seal)
         return result
     finally:

@@ -1,0 +1,128 @@
+"""Sinks beside the output that a secret reached unredacted, through a real worker: the
+``cwd`` of a result, receipt and checkpoint (a directory named by a secret), error texts
+that repeat the caller's arguments, and the command sent to a smart-mode judge."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.fixtures_workers import settings_for
+from tests.helpers import files_containing, held_command, wait_until
+from worker.client import SandboxClient
+
+PASSWORD = "hunter2-Sup3rS3cret-Qx81"
+GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+SECRETS = (PASSWORD, GITHUB[4:])
+
+
+def leaked(text: str) -> list[str]:
+    """The secrets (or the body of the GitHub token) that ``text`` shows."""
+    return [s[:6] for s in SECRETS if s in text]
+
+
+def call(client: SandboxClient, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    answer: dict[str, Any] = json.loads(client.tool_call(tool, args))
+    return answer
+
+
+def test_a_directory_named_by_a_secret_shows_in_no_cwd(
+    sbx_home: Path, start_worker: Any, tmp_path: Path
+) -> None:
+    worker = start_worker(None)
+    with SandboxClient(session_id="cwd", settings=settings_for(sbx_home, None)) as c:
+        # The secret comes from the session's environment: the command never holds it.
+        call(c, "terminal", {"command": f"GH=ghp_{GITHUB[4:20]}; export GH=${{GH}}{GITHUB[20:]}"})
+        entered = call(c, "terminal", {"command": 'mkdir -p "/tmp/d/$GH" && cd "/tmp/d/$GH"'})
+        assert entered["exit_code"] == 0 and entered["cwd"].startswith("/tmp/d/ghp_"), entered
+        after = call(c, "terminal", {"command": "echo still-there"})
+        assert after["output"] == "still-there\n"
+        assert not leaked(json.dumps(entered)) and not leaked(json.dumps(after)), (entered, after)
+        # A background process started there: its checkpoint while it runs, then its receipt.
+        started, go, command = held_command(tmp_path, "done")
+        bg = call(c, "terminal", {"command": command, "background": True,
+                                  "workdir": f"/tmp/d/{GITHUB}"})  # fmt: skip
+        assert bg.get("status") == "running", bg
+        wait_until(started.exists, 60, "the background command to start")
+        assert list((sbx_home / "checkpoints").iterdir())
+        assert files_containing(sbx_home, SECRETS) == []
+        go.touch()
+        done = c.wait(bg["process_id"], timeout=60)
+        assert done.status == "exited" and done.exit_code == 0
+        assert c.receipt(bg["process_id"]).cwd is not None
+    assert files_containing(sbx_home, SECRETS) == []
+    assert not leaked(worker.log())
+
+
+def test_error_texts_that_repeat_the_arguments_show_no_secret(
+    sbx_home: Path, start_worker: Any
+) -> None:
+    worker = start_worker(None)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("terminal", {"command": "echo x", "workdir": f"/nope/{GITHUB}"}),
+        ("terminal", {"command": "echo x", "background": True, "workdir": f"/nope/{GITHUB}"}),
+        ("terminal", {"command": "echo x", GITHUB: True}),
+        (GITHUB, {}),
+        ("process", {"action": "poll", "process_id": GITHUB}),
+        ("read_file", {"path": f"/nope/{GITHUB}"}),
+        ("write_file", {"path": f"/nope/{GITHUB}/x", "content": "x"}),
+    ]
+    with SandboxClient(session_id="errors", settings=settings_for(sbx_home, None)) as c:
+        for tool, args in calls:
+            answer = call(c, tool, args)
+            assert isinstance(answer.get("error"), str) and answer["error"], (tool, answer)
+            assert "[REDACTED]" in answer["error"], (tool, answer)
+            assert not leaked(json.dumps(answer)), (tool, answer)
+    assert not leaked(worker.log())
+
+
+@pytest.fixture
+def judge() -> Iterator[tuple[str, list[str]]]:
+    """A judge model's endpoint (an HTTP server answering DENY) and the bodies it got."""
+    bodies: list[str] = []
+
+    class Judge(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            bodies.append(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            reply = json.dumps({"choices": [{"message": {"content": "DENY"}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Judge)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1", bodies
+    finally:
+        server.shutdown()
+        thread.join()
+
+
+def test_the_judge_is_sent_the_command_redacted(
+    sbx_home: Path, start_worker: Any, judge: tuple[str, list[str]]
+) -> None:
+    url, bodies = judge
+    config = {"approvals": {"mode": "smart", "judge": {"url": url}}}
+    (sbx_home / "config.yaml").write_text(yaml.safe_dump(config))
+    start_worker(None)
+    command = f"git push -f https://bot:{PASSWORD}@example.com/a/b.git main"
+    with SandboxClient(session_id="judged", settings=settings_for(sbx_home, None)) as c:
+        answer = call(c, "terminal", {"command": command})
+    assert answer["status"] == "blocked", answer
+    assert len(bodies) == 1
+    asked = json.loads(bodies[0])["messages"][1]["content"]
+    assert "git push -f https://bot:[REDACTED]@example.com/a/b.git main" in asked, asked
+    assert not leaked(bodies[0])
