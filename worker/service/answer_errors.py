@@ -16,15 +16,18 @@ answer are the caller's to use.
 from __future__ import annotations
 
 import json
+import re
 
 from process_registry.redact import redact_text
 from registry.results import to_json
 
+_ERROR_TEXT = re.compile(r'"error"\s*:\s*"')
+
 
 def redact_error(answer: str) -> str:
     """``answer`` with its ``error`` text redacted (see the module docstring)."""
-    if '"error"' not in answer:
-        return answer  # no error field: nothing to parse
+    if not _ERROR_TEXT.search(answer):
+        return answer  # no error text (most answers say "error": null): nothing to parse
     try:
         payload = json.loads(answer)
     except ValueError:
