@@ -257,3 +257,17 @@ def test_the_sessions_environment_never_reaches_bubblewrap_on_the_host(
     assert traces and not [t for t in traces if "bwrap" in t]
     key = (sbx_home / "secret.key").read_text().strip()
     assert key not in run(c, "cat stolen-key ld-*trace.* 2>/dev/null")["output"]
+
+
+def test_a_forged_environment_dump_with_a_nul_byte_is_not_adopted(jailed: Any) -> None:
+    """The model can redefine ``export``, whose output the worker reads back as the
+    session's environment: a value holding a NUL (no environment can) is left out,
+    and the session goes on (it used to fail every later call)."""
+    c = jailed()()
+    forged = "declare -x EVIL=$'x\\\\x00--bind\\\\x00/\\\\x00/tmp/hostroot'"
+    r = run(c, f'export() {{ builtin export "$@"; printf \'%s\\n\' "{forged}"; }}; echo forged')
+    assert r["output"] == "forged\n", r
+    assert run(c, 'echo "next ${EVIL-unset}"')["output"] == "next unset\n"
+    started = run(c, "ls /tmp/hostroot 2>&1; echo done", background=True)
+    done = c.wait(started["process_id"], timeout=60)
+    assert done.exit_code == 0 and "No such file or directory" in c.logs(started["process_id"]).text

@@ -40,8 +40,15 @@ def bwrap_binary(name: str) -> str:
 
 
 def environment_options(env: Mapping[str, str]) -> list[str]:
-    """bubblewrap options giving the jailed command exactly ``env``."""
+    """bubblewrap options giving the jailed command exactly ``env``.
+
+    Raises ``ValueError`` for a NUL byte in a name or value, or a name that is empty or
+    holds ``=``: the options travel NUL-separated, so a NUL would start an option of
+    its own choosing (``--bind / /x``), and no environment can hold one anyway.
+    """
     options = ["--clearenv"]
     for name, value in env.items():
+        if not name or "=" in name or "\0" in name or "\0" in value:
+            raise ValueError(f"not an environment variable: {name!r}")
         options += ["--setenv", name, value]
     return options
