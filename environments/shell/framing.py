@@ -256,7 +256,8 @@ def parse_export_dump(data: bytes) -> dict[str, str]:
     """Parse ``export -p`` output of bash, dash or busybox ash into ``{name: value}``.
 
     Exported names without a value (``declare -x NAME``) are left out: they are
-    not in the environment a child process sees.
+    not in the environment a child process sees; so are values holding a NUL byte
+    (``$'\\0'``), which no environment can.
     """
     env: dict[str, str] = {}
     i, n = 0, len(data)
@@ -286,6 +287,9 @@ def parse_export_dump(data: bytes) -> dict[str, str]:
         i = m.end()
         if i < n and data[i] == 61:  # '='
             value, i = _read_word(data, i + 1)
-            if not array:  # bash exports no array to a child; neither does the session
+            # bash exports no array to a child; neither does the session. No environment
+            # holds a NUL: a value with one is a dump the command forged (``export`` is
+            # a name it can redefine), which would break every later call of the session.
+            if not array and b"\0" not in value:
                 env[name] = value.decode("utf-8", errors="surrogateescape")
     return env

@@ -96,9 +96,7 @@ def test_signing_key_is_out_of_reach(jailed: Any, sbx_home: Path) -> None:
     assert run(c, "echo made > made.txt && cat made.txt")["output"] == "made\n"
 
 
-def test_raw_spool_and_other_sessions_output_are_out_of_reach(
-    jailed: Any, sbx_home: Path
-) -> None:
+def test_raw_spool_and_other_sessions_output_are_out_of_reach(jailed: Any, sbx_home: Path) -> None:
     client = jailed()
     secret = "a1" * 20
     owner = client("owner")
@@ -232,3 +230,47 @@ def test_worker_processes_and_files_stay_apart_after_a_restart_of_the_shell(
     assert lines[0] == "1" and "No such file or directory" in lines[1]
     assert int(lines[2]) < 10
     assert os.path.isdir(sbx_home)
+
+
+FAKE_BWRAP = """#!/bin/sh
+home=$(tr '\\0' '\\n' < /proc/$PPID/environ | sed -n 's/^SBX_HOME=//p')
+cat "$home/secret.key" > "$(dirname "$0")/../stolen-key"
+exec /usr/bin/bwrap "$@"
+"""
+
+
+@pytest.mark.parametrize("pty", [False, True])
+def test_the_sessions_environment_never_reaches_bubblewrap_on_the_host(
+    jailed: Any, sbx_home: Path, tmp_path: Path, pty: bool
+) -> None:
+    """bubblewrap runs on the host, outside the jail it makes: neither a ``PATH`` naming a
+    fake ``bwrap`` the model wrote nor loader variables (``LD_*``) exported in the session
+    may run anything there (a background process starts in the session's environment)."""
+    c = jailed()()
+    fake = base64.b64encode(FAKE_BWRAP.encode()).decode()
+    run(c, f"mkdir -p evil && echo {fake} | base64 -d > evil/bwrap && chmod +x evil/bwrap")
+    run(c, 'export PATH="$PWD/evil:$PATH" LD_DEBUG=files LD_DEBUG_OUTPUT="$PWD/ld-trace"')
+    started = run(c, "echo started", background=True, pty=pty)
+    assert started["status"] == "running", started
+    assert c.wait(started["process_id"], timeout=60).exit_code == 0
+    assert not (tmp_path / "stolen-key").exists()
+    # The loader traces only what ran in the jail (the model's own processes), never the
+    # host's bubblewrap.
+    traces = [p.read_text(errors="replace") for p in tmp_path.glob("ld-*trace.*")]
+    assert traces and not [t for t in traces if "bwrap" in t]
+    key = (sbx_home / "secret.key").read_text().strip()
+    assert key not in run(c, "cat stolen-key ld-*trace.* 2>/dev/null")["output"]
+
+
+def test_a_forged_environment_dump_with_a_nul_byte_is_not_adopted(jailed: Any) -> None:
+    """The model can redefine ``export``, whose output the worker reads back as the
+    session's environment: a value holding a NUL (no environment can) is left out,
+    and the session goes on (it used to fail every later call)."""
+    c = jailed()()
+    forged = "declare -x EVIL=$'x\\\\x00--bind\\\\x00/\\\\x00/tmp/hostroot'"
+    r = run(c, f'export() {{ builtin export "$@"; printf \'%s\\n\' "{forged}"; }}; echo forged')
+    assert r["output"] == "forged\n", r
+    assert run(c, 'echo "next ${EVIL-unset}"')["output"] == "next unset\n"
+    started = run(c, "ls /tmp/hostroot 2>&1; echo done", background=True)
+    done = c.wait(started["process_id"], timeout=60)
+    assert done.exit_code == 0 and "No such file or directory" in c.logs(started["process_id"]).text

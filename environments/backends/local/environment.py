@@ -30,6 +30,7 @@ from environments.backends.local.config import NO_ISOLATION, LocalConfig
 from environments.backends.local.files import LocalFiles
 from environments.backends.local.jail import SHELL_INIT, Jail, probe
 from environments.backends.local.jailfs import JailFiles
+from environments.backends.local.launch import LAUNCH_ENV
 from environments.backends.local.sessiondirs import reap_sessions
 from environments.backends.local.spawn import PLAIN_WRAPPER, jailed_wrapper, start_jailed
 from environments.backends.local.tree import group_of, host_pgid, kill_tree, running
@@ -123,13 +124,16 @@ class LocalEnvironment(ShellEnvironment):
         try:
             init = [os.path.realpath(sys.executable), "-I", "-S", "-c", SHELL_INIT,
                     str(theirs.fileno())]  # fmt: skip
-            with self.jail.command(cwd=self._cwd, lock_fd=lock) as (argv, args_fd):
+            with self.jail.command(cwd=self._cwd, env=self._env, lock_fd=lock) as (
+                argv,
+                args_fd,
+            ):
                 proc = subprocess.Popen(
                     argv + init + self._argv,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=log,
-                    env=self._env,
+                    env=LAUNCH_ENV,
                     cwd="/",
                     start_new_session=True,
                     close_fds=True,

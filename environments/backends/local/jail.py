@@ -37,11 +37,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from environments.backends.local.config import LocalConfig
+from environments.backends.local.launch import LAUNCH_ENV, bwrap_binary, environment_options
 from environments.backends.local.sessiondirs import SessionDirs, default_state_dir, private_dir
 from environments.errors import BackendUnavailable
 
@@ -150,6 +151,8 @@ class Jail:
         self, config: LocalConfig, session_id: str, workspace: str | None, home: str
     ) -> None:
         self.config = config
+        self.bwrap = bwrap_binary(config.bwrap)
+        """bubblewrap, found on the worker's ``PATH`` (never the session's)."""
         state = Path(config.state_dir) if config.state_dir else default_state_dir()
         self.dirs = SessionDirs.create(state, session_id)
         self.home = home if posixpath.isabs(home) and home != "/" else "/home/sbx"
@@ -235,10 +238,12 @@ class Jail:
 
     @contextlib.contextmanager
     def command(
-        self, *, cwd: str, lock_fd: int, info_fd: int | None = None
+        self, *, cwd: str, env: Mapping[str, str], lock_fd: int, info_fd: int | None = None
     ) -> Iterator[tuple[list[str], int]]:
         """``(argv, args_fd)``: the ``bwrap`` command line up to ``--`` and the descriptor
-        holding its options (pass it to the process; closed when the block ends).
+        holding its options (pass it to the process; closed when the block ends). Start
+        it with the environment :data:`~environments.backends.local.launch.LAUNCH_ENV`:
+        the command gets ``env`` through the options, bubblewrap on the host nothing.
 
         The command runs as the namespace's init. A session shell's jail (run it under
         :data:`SHELL_INIT`) is in the process group of its bubblewrap process (killing
@@ -253,6 +258,7 @@ class Jail:
         for m in self.mounts:
             if m.kind == "tmpfs":
                 options += ["--remount-ro", m.dest]
+        options += environment_options(env)
         options += ["--sync-fd", str(lock_fd), "--chdir", cwd]
         # No --die-with-parent: the kernel ties it to the thread that started the jail,
         # and a worker's threads come and go. A shell's jail ends with its init: when
@@ -264,7 +270,7 @@ class Jail:
         try:
             os.write(fd, b"".join(o.encode() + b"\0" for o in options))
             os.lseek(fd, 0, os.SEEK_SET)
-            yield [self.config.bwrap, "--args", str(fd), "--"], fd
+            yield [self.bwrap, "--args", str(fd), "--"], fd
         finally:
             os.close(fd)
 
@@ -362,10 +368,10 @@ def probe(config: LocalConfig) -> tuple[bool, str]:
         jail = Jail(cfg, "probe", str(workspace), "/home/sbx")
         lock = jail.dirs.hold()
         try:
-            with jail.command(cwd="/", lock_fd=lock) as (argv, args_fd):
+            with jail.command(cwd="/", env={}, lock_fd=lock) as (argv, args_fd):
                 proc = subprocess.run(
                     [*argv, "/bin/sh", "-c", "exit 0"], capture_output=True, text=True,
-                    timeout=30, pass_fds=(lock, args_fd), env={},
+                    timeout=30, pass_fds=(lock, args_fd), env=LAUNCH_ENV,
                 )  # fmt: skip
         finally:
             os.close(lock)

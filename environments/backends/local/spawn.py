@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from environments.backends.local.jail import Jail
+from environments.backends.local.launch import LAUNCH_ENV
 from environments.errors import SandboxDead
 
 _START_TIMEOUT_S = 30.0
@@ -70,14 +71,17 @@ def start_jailed(
     lock = jail.dirs.hold()
     try:
         try:
-            with jail.command(cwd=cwd, lock_fd=lock, info_fd=info_w) as (argv, args_fd):
+            with jail.command(cwd=cwd, env=jail.environment(env), lock_fd=lock, info_fd=info_w) as (
+                argv,
+                args_fd,
+            ):
                 proc = subprocess.Popen(
                     argv + inner(ready_w, lock),
                     stdin=subprocess.DEVNULL,
                     stdout=stdout if stdout is not None else subprocess.DEVNULL,
                     stderr=subprocess.PIPE,
                     cwd="/",
-                    env=jail.environment(env),
+                    env=LAUNCH_ENV,
                     start_new_session=True,
                     close_fds=True,
                     pass_fds=(info_w, ready_w, lock, args_fd),
