@@ -176,8 +176,11 @@ def host_service() -> Iterator[tuple[int, list[bytes]]]:
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield server.getsockname()[1], got
+    # Closing alone leaves a blocked accept() waiting; a shutdown wakes it at once.
+    server.shutdown(socket.SHUT_RDWR)
     server.close()
     thread.join(timeout=10)
+    assert not thread.is_alive()
 
 
 def _connect(port: int) -> str:
