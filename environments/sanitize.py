@@ -7,8 +7,8 @@ names the operator forwards explicitly (``SBX_FORWARD_ENV``, a backend's
 broker and database URLs, cloud tokens, whatever an operator's shell exported
 -- reaches a sandbox.
 
-Processes that are not sandboxes but clients of one (the ``apptainer`` CLI,
-which cleans the environment of what it runs) get :func:`client_environment`:
+Processes that are not sandboxes but clients of one (the ``apptainer`` CLI, told
+to clean the environment of what it runs) get :func:`client_environment`:
 the worker's environment minus anything that looks like a credential.
 """
 

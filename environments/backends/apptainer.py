@@ -2,8 +2,9 @@
 
 A session's sandbox is an apptainer *instance* started with
 ``--containall --no-home --writable-tmpfs`` and, by default, no network
-(``--net --network none``). The image is a ``.sif`` file, a sandbox directory
-or a ``docker://`` reference (apptainer builds it on first use). The session
+(``--net --network none``); every ``exec`` into it says ``--cleanenv``, so nothing
+of the worker's environment reaches the sandbox. The image is a ``.sif`` file, a
+sandbox directory or a ``docker://`` reference (apptainer builds it on first use). The session
 shell is ``apptainer exec instance://NAME sh -s`` over pipes; the instance
 has its own pid namespace, so killing a timed-out command's tree, probing
 background processes and moving files all run inside the instance through
@@ -80,8 +81,8 @@ class ApptainerEnvironment(scripts.HelperOps, ShellEnvironment):
         self._binary = self.config.executable()
         self.name = instance_name(session_id)
         self.where = f"instance {self.name}"
-        # The client process gets the worker's environment minus its secrets;
-        # --containall cleans what reaches the instance anyway.
+        # The client process gets the worker's environment minus its secrets; none of
+        # it reaches the instance (--containall at its start, --cleanenv on each exec).
         self._client_env = client_environment(os.environ)
         self._started = False
         self._killed: dict[int, set[int]] = {}
@@ -119,7 +120,12 @@ class ApptainerEnvironment(scripts.HelperOps, ShellEnvironment):
         self._started = True
 
     def _exec_argv(self, command: list[str], pwd: str | None = None) -> list[str]:
-        argv = [self._binary, "exec"]
+        """``apptainer exec`` of ``command`` in the instance, with a clean environment.
+
+        An exec passes its caller's environment (the worker's, less its credentials) into
+        the container unless it says ``--cleanenv`` itself: the instance's
+        ``--containall`` does not carry over to later execs."""
+        argv = [self._binary, "exec", "--cleanenv"]
         if pwd:
             argv += ["--pwd", pwd]
         return [*argv, f"instance://{self.name}", *command]

@@ -30,11 +30,13 @@ def test_instance_lifecycle_command_lines(apptainer_factory: Factory, fake_appta
         assert flag in start
     assert start[start.index("--network") + 1] == "none"
     assert start[-1] == name
-    assert ["exec", "--pwd", "/tmp", f"instance://{name}", "sh", "-s"] in calls
+    assert ["exec", "--cleanenv", "--pwd", "/tmp", f"instance://{name}", "sh", "-s"] in calls
     result = env.exec("sleep 999", timeout=0.3)
     assert result.exit_code == 124
-    kills = [c for c in _calls(fake_apptainer) if c[:2] == ["exec", f"instance://{name}"]]
-    assert kills and kills[0][2:4] == ["sh", "-c"]
+    kills = [
+        c for c in _calls(fake_apptainer) if c[:3] == ["exec", "--cleanenv", f"instance://{name}"]
+    ]
+    assert kills and kills[0][3:5] == ["sh", "-c"]
     env.close()
     assert ["instance", "stop", name] in _calls(fake_apptainer)
     env.close()

@@ -78,9 +78,7 @@ def test_isolation_none_is_said_plainly(sbx_home: Path, start_worker: Any) -> No
         assert call(c, "terminal", {"command": "echo runs"})["output"] == "runs\n"
 
 
-def test_no_jail_means_no_local_session(
-    sbx_home: Path, start_worker: Any, tmp_path: Path
-) -> None:
+def test_no_jail_means_no_local_session(sbx_home: Path, start_worker: Any, tmp_path: Path) -> None:
     worker = start_worker(None, SBX_LOCAL_BWRAP=str(tmp_path / "no-bwrap-here"))
     wait_until(lambda: "local sessions are refused" in worker.log(), 30, "the start log")
     marker = tmp_path / "ran"
@@ -106,3 +104,21 @@ def test_an_aborted_worker_leaves_no_embedded_broker() -> None:
     finally:
         broker.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_worker_environment_reaches_no_apptainer_sandbox(
+    sbx_home: Path, start_worker: Any, fake_apptainer: Path, apptainer_rootfs: Path
+) -> None:
+    """``apptainer exec`` into an instance passes its caller's environment in unless that
+    exec says ``--cleanenv`` (the instance's ``--containall`` does not carry over): the
+    shell, its helpers and background processes must not see the worker's variables."""
+    start_worker(None, SBX_BACKEND="apptainer", SBX_APPTAINER_IMAGE=str(apptainer_rootfs),
+                 HTTPS_PROXY="http://proxy-user:proxy-secret@proxy.internal:3128",
+                 KUBECONFIG="/srv/worker/kubeconfig-secret")  # fmt: skip
+    with SandboxClient(session_id="app-env", settings=settings_for(sbx_home, None)) as c:
+        out = call(c, "terminal", {"command": "env"})["output"]
+        assert "APPTAINER_NAME=" in out  # the command ran in the instance
+        bg = c.start("env")
+        c.wait(bg.process_id, timeout=60)
+        out += c.logs(bg.process_id).text
+    assert "proxy-secret" not in out and "kubeconfig-secret" not in out, out

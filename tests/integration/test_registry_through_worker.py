@@ -108,9 +108,7 @@ def test_sbx_tools_loads_plugins_applies_scope_and_defers(
     assert bad.returncode == 2 and "--scope" in bad.stderr
 
 
-def test_overriding_a_builtin_needs_the_operators_opt_in(
-    sbx_home: Path, plugin_path: Path
-) -> None:
+def test_overriding_a_builtin_needs_the_operators_opt_in(sbx_home: Path, plugin_path: Path) -> None:
     def write_file_description(**env: str) -> str:
         p = sbx(sbx_home, plugin_path, "tools", "--json", **env)
         tools = {d["function"]["name"]: d["function"] for d in json.loads(p.stdout)}
@@ -176,3 +174,21 @@ def test_plugin_hooks_and_repair_run_in_the_worker(
         call(c, "tool_invoke", {"name": "kb_lookup_1", "params": {"query": "x"}})
     # Post hooks saw every call that ran, deferred ones included; the blocked one never ran.
     assert hook_log.read_text().split() == ["terminal", "add_one", "add_one", "kb_lookup_1"]
+
+
+def test_a_session_named_like_anothers_inspected_set_touches_neither(
+    sbx_home: Path, worker: None
+) -> None:
+    """Session ids may hold ``:``: the records of ``v:inspected`` and ``v``'s inspected set
+    must be different keys (they were one: the first's tools request replaced the second's
+    set with a string, and ``v``'s next meta-tool call failed on a WRONGTYPE)."""
+    with client_of(sbx_home, "v") as victim, client_of(sbx_home, "v:inspected") as other:
+        victim.tool_definitions(context_window=SMALL_WINDOW)
+        assert "kb_lookup_5" in call(victim, "tool_inspect", {"name": "kb_lookup_5"})["signature"]
+        other.tool_definitions(context_window=1_000_000)  # defers nothing
+        ran = call(victim, "tool_invoke", {"name": "kb_lookup_5", "params": {"query": "q"}})
+        assert ran == {"kb": 5, "query": "q", "session": "v"}
+        # And the victim's next request leaves the other session's record alone.
+        victim.tool_definitions(context_window=SMALL_WINDOW)
+        nothing = call(other, "tool_invoke", {"name": "kb_lookup_5", "params": {"query": "q"}})
+        assert "not deferred" in nothing["error"]

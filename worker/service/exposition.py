@@ -30,14 +30,20 @@ from worker.service.runtime import WorkerRuntime
 log = logging.getLogger(__name__)
 
 
+# Session ids may hold ``:``, so the kind of record comes before the id: with the id
+# first, session ``v:inspected``'s record was session ``v``'s inspected set.
+
+
 def exposition_key(session_id: str) -> str:
-    """What the session's last tools request deferred (JSON: ``deferred``, ``inline``)."""
-    return f"sbx:tools:{session_id}"
+    """What the session's last tools request deferred (JSON: ``deferred``, ``inline``).
+
+    No session's key is another's :func:`inspected_key`, whatever the ids."""
+    return f"sbx:tools:exposed:{session_id}"
 
 
 def inspected_key(session_id: str) -> str:
     """The deferred tools the session's model inspected since that request (a set)."""
-    return f"sbx:tools:{session_id}:inspected"
+    return f"sbx:tools:inspected:{session_id}"
 
 
 def is_meta_tool(name: str) -> bool:
