@@ -204,15 +204,14 @@ class ApprovalGuard:
     ) -> ApprovalDecision:
         """Decide whether ``data`` may be written to the pty whose input ``buffer`` models.
 
-        Every line the write submits is checked as a command (the whole
-        command typed so far, so ``r`` then ``m -rf DIR\\n`` is ``rm -rf DIR``);
-        a line whose editing could not be modelled needs approval
-        (``pty_input_unmodelled``). Only when every line is allowed is the
+        Every line the write submits is checked as a command (the whole command typed so
+        far, so ``r`` then ``m -rf DIR\\n`` is ``rm -rf DIR``), read both as a line editor
+        and as a program without one would; a line whose editing could not be modelled
+        needs approval (``pty_input_unmodelled``). Only when every line is allowed is the
         write applied to ``buffer``; the caller then writes ``data``. Raises
-        :class:`~registry.approval.limits.CommandTooLong` like :meth:`check`.
-        """
-        for line in buffer.peek(data):
-            if line.opaque is not None and line.text.strip():
+        :class:`~registry.approval.limits.CommandTooLong` like :meth:`check`."""
+        for line in buffer.peek_both(data):
+            if line.opaque is not None and (line.text.strip() or buffer.rebound):
                 settings, rules = self.config.get()
                 finding = Finding(PTY_UNMODELLED, f"pty input: {line.opaque}", False)
                 analysis = Analysis(line.text, line.text, (finding,), (line.text,), False)
