@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from registry.approval.config import ApprovalConfigSource, ApprovalSettings, JudgeSettings, Rules
+from registry.approval.context import in_directory, with_directory
 from registry.approval.decision import ApprovalDecision, Outcome
 from registry.approval.detect import PTY_UNMODELLED, Analysis, Finding, analyze_command
 from registry.approval.limits import CommandTooLong, command_bytes
@@ -112,19 +113,14 @@ class ApprovalGuard:
         protected_paths: Sequence[str] = (),
         document: Callable[[], Any] | None = None,
     ) -> ApprovalGuard:
-        """Guard for a worker.
-
-        ``path`` is the YAML config (``$SBX_HOME/config.yaml``; None: defaults
-        only, "always" kept in memory). With ``redis_client`` (a ``redis.Redis``
-        on the broker's Redis) approvals are shared by every worker through a
-        :class:`~registry.approval.redis_store.RedisApprovalStore`; otherwise
-        they live in this process. ``mode`` overrides ``approvals.mode``;
-        ``protected_paths`` as in the constructor. ``document()``, when given, returns
-        the policy document instead of reading ``path`` (see
-        :class:`~registry.approval.config.ApprovalConfigSource`).
-        Raises :class:`~registry.approval.config.ApprovalConfigError` for an
-        unreadable config file.
-        """
+        """Guard for a worker. ``path``: the YAML config (``$SBX_HOME/config.yaml``; None:
+        defaults only, "always" kept in memory). With ``redis_client`` (on the broker's
+        Redis) approvals are shared by every worker through a
+        :class:`~registry.approval.redis_store.RedisApprovalStore`, else they live in this
+        process. ``mode``, ``protected_paths`` as in the constructor. ``document()``, when
+        given, returns the policy document instead of reading ``path`` (see
+        :class:`~registry.approval.config.ApprovalConfigSource`). Raises
+        :class:`~registry.approval.config.ApprovalConfigError` for an unreadable file."""
         if store is None and redis_client is not None:
             from registry.approval.redis_store import RedisApprovalStore
 
@@ -160,11 +156,14 @@ class ApprovalGuard:
         session_id: str,
         backend: str,
         env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
     ) -> ApprovalDecision:
         """Decide whether ``command`` may run now in ``session_id`` on ``backend``.
 
         ``env`` is the session's exported environment when known (it resolves
-        ``$X`` program names and ``$HOME``). Raises
+        ``$X`` program names and ``$HOME``); ``cwd`` the directory it runs in when
+        known (:mod:`~registry.approval.context`: relative paths resolve there, and
+        pending approvals and grants are for the command in that directory). Raises
         :class:`~registry.approval.limits.CommandTooLong` for a command longer
         than ``approvals.max_command_bytes``.
         """
@@ -174,8 +173,10 @@ class ApprovalGuard:
         if length > limit:
             raise CommandTooLong(length, limit)
         protected = tuple(dict.fromkeys((*settings.protected_paths, *self._protected)))
+        env = with_directory(env, cwd)
         analysis = analyze_command(command, env=env, protected=protected, max_bytes=limit)
-        return self._decide(command, analysis, settings, rules, session_id, backend)
+        subject = in_directory(command, cwd)
+        return self._decide(subject, analysis, settings, rules, session_id, backend)
 
     def check_gated_tool(
         self, tool: str, args_text: str, *, session_id: str, backend: str
@@ -203,15 +204,14 @@ class ApprovalGuard:
     ) -> ApprovalDecision:
         """Decide whether ``data`` may be written to the pty whose input ``buffer`` models.
 
-        Every line the write submits is checked as a command (the whole
-        command typed so far, so ``r`` then ``m -rf DIR\\n`` is ``rm -rf DIR``);
-        a line whose editing could not be modelled needs approval
-        (``pty_input_unmodelled``). Only when every line is allowed is the
+        Every line the write submits is checked as a command (the whole command typed so
+        far, so ``r`` then ``m -rf DIR\\n`` is ``rm -rf DIR``), read both as a line editor
+        and as a program without one would; a line whose editing could not be modelled
+        needs approval (``pty_input_unmodelled``). Only when every line is allowed is the
         write applied to ``buffer``; the caller then writes ``data``. Raises
-        :class:`~registry.approval.limits.CommandTooLong` like :meth:`check`.
-        """
-        for line in buffer.peek(data):
-            if line.opaque is not None and line.text.strip():
+        :class:`~registry.approval.limits.CommandTooLong` like :meth:`check`."""
+        for line in buffer.peek_both(data):
+            if line.opaque is not None and (line.text.strip() or buffer.rebound):
                 settings, rules = self.config.get()
                 finding = Finding(PTY_UNMODELLED, f"pty input: {line.opaque}", False)
                 analysis = Analysis(line.text, line.text, (finding,), (line.text,), False)
@@ -348,15 +348,13 @@ class ApprovalGuard:
 
     # -- answers ---------------------------------------------------------------
     def approve(self, approval_id: str, scope: Scope, *, session_id: str) -> PendingApproval:
-        """Approve a pending approval of ``session_id``.
-
-        ``once``: the identical command may run one time in that session.
-        ``session``: its pattern keys are approved for the rest of the session.
-        ``always``: this exact command (not its pattern) runs without approval in any
-        session from now on; kept in the approval store, never in the policy file.
-        Raises :class:`~registry.approval.store.ApprovalError` subclasses for
-        unknown, expired, already answered or foreign approvals.
-        """
+        """Approve a pending approval of ``session_id``. ``once``: the identical command
+        (in the same directory) may run one time in that session; ``session``: its pattern
+        keys are approved for the rest of the session; ``always``: this exact command (not
+        its pattern), in that directory, runs without approval in any session from now on
+        (kept in the approval store, never in the policy file). Raises
+        :class:`~registry.approval.store.ApprovalError` subclasses for unknown, expired,
+        already answered or foreign approvals."""
         if scope not in ("once", "session", "always"):
             raise ValueError(f"scope must be once, session or always, not {scope!r}")
         settings, _ = self.config.get()

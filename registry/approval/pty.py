@@ -12,7 +12,14 @@ an unfinished here-document) until the command is complete: each Enter
 returns the whole command typed so far, so a command split across lines is
 judged as one. Editing that cannot be modelled (tab completion, history
 recall, reverse search, ``!`` history expansion, an editor round trip) marks
-the line ``opaque``: its text is not what will run.
+the line ``opaque``: its text is not what will run. A command that reconfigures
+the line editor (``bind``, ``stty``, ``set -o vi``...) is opaque, and so is every
+write after it, Enter or not: what keys do is then unknown (a ``bind`` macro runs
+a command on one key).
+
+Every Enter is also read the way a program without a line editor receives it
+(:mod:`~registry.approval.pty_cooked`: ``sh`` where that is dash, ``read``):
+:meth:`PtyLineBuffer.peek_both` returns that line too where it reads otherwise.
 
 :meth:`PtyLineBuffer.peek` answers the same without changing the state, so a
 write that is refused leaves the buffer as the terminal still is. Input past
@@ -27,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from registry.approval.limits import DEFAULT_MAX_COMMAND_BYTES
+from registry.approval.pty_cooked import CookedLineBuffer
 from registry.approval.shell.parse import parse_script
 
 __all__ = ["PtyLine", "PtyLineBuffer"]
@@ -43,6 +51,11 @@ _CSI_OPAQUE = frozenset({"A", "B", "5~", "6~"})  # history up/down, page up/down
 _ALT_KEYS = {"b": "word_left", "f": "word_right", "d": "kill_word_right", "\x7f": "kill_word_left",
              "\x08": "kill_word_left", "B": "word_left", "F": "word_right"}  # fmt: skip
 _OPAQUE_CONTROLS = frozenset("\t\x10\x0e\x12\x13\x0f\x18\x1d\x1f")
+# Programs that change what keys do; the words that may come before a command's name.
+_REBINDERS = frozenset({"bind", "bindkey", "stty", "zle"})
+_PREFIXES = frozenset({"builtin", "command", "time", "!", "if", "then", "else", "elif",
+                       "do", "while", "until", "{", "sudo"})  # fmt: skip
+_ASSIGNMENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,7 @@ class _State:
     literal_next: bool = False
     paste: bool = False
     last_cr: bool = False
+    rebound: str | None = None  # the line editor was reconfigured: every line is opaque
 
 
 class PtyLineBuffer:
@@ -77,6 +91,7 @@ class PtyLineBuffer:
     def __init__(self, max_pending: int = DEFAULT_MAX_COMMAND_BYTES) -> None:
         self.max_pending = max_pending
         self._state = _State()
+        self._cooked = CookedLineBuffer(_complete, max_pending)
 
     @property
     def pending(self) -> str:
@@ -86,13 +101,29 @@ class PtyLineBuffer:
     def reset(self) -> None:
         """Forget everything typed (the process was restarted)."""
         self._state = _State()
+        self._cooked.reset()
 
     def peek(self, data: str) -> list[PtyLine]:
         """The lines writing ``data`` would submit, leaving the buffer unchanged."""
         return self._apply(copy.deepcopy(self._state), data)
 
+    @property
+    def rebound(self) -> str | None:
+        """Why keys are no longer modelled (a command reconfigured the line editor), else None."""
+        return self._state.rebound
+
+    def peek_both(self, data: str) -> list[PtyLine]:
+        """:meth:`peek`, then the lines a program without a line editor would receive
+        where they read otherwise; the buffer is unchanged. What is judged. Once
+        :attr:`rebound`, any key may run a command (a macro): the write itself is
+        returned as one opaque line."""
+        if self._state.rebound is not None:
+            return [PtyLine(data, True, self._state.rebound)] if data else []
+        return _merged(self.peek(data), self._cooked.peek(data))
+
     def feed(self, data: str) -> list[PtyLine]:
         """Apply ``data`` (it was written to the pty) and return the lines it submitted."""
+        self._cooked.feed(data)
         return self._apply(self._state, data)
 
     # -- editing ------------------------------------------------------------------
@@ -246,10 +277,14 @@ class PtyLineBuffer:
     def _enter(self, st: _State) -> PtyLine:
         physical = "".join(st.line)
         text = self._text(st)
-        opaque = st.opaque
+        opaque = st.opaque or st.rebound
         if _HISTORY_EXPANSION_RE.search(_outside_single_quotes(physical)):
             opaque = opaque or "history expansion (!)"
         complete = not st.paste and _complete(text)
+        rebinder = _rebinds(text) if complete else None
+        if rebinder is not None:
+            opaque = opaque or f"{rebinder} reconfigures the line editor"
+            st.rebound = f"the line editor was reconfigured ({rebinder})"
         if complete:
             self._clear(st)
         else:
@@ -257,6 +292,31 @@ class PtyLineBuffer:
             st.line, st.cursor = [], 0
             st.opaque = opaque
         return PtyLine(text, complete, opaque)
+
+
+def _merged(edited: list[PtyLine], cooked: list[tuple[str, bool]]) -> list[PtyLine]:
+    """The line editor's lines, then the canonical-mode lines that read otherwise."""
+    seen = {line.text for line in edited}
+    return [*edited, *(PtyLine(text, done) for text, done in cooked if text not in seen)]
+
+
+def _rebinds(text: str) -> str | None:
+    """The name of the command in ``text`` that reconfigures the line editor, else None."""
+    simple: list[str] = []
+    for is_op, tok in [*parse_script(text, max_items=20_000).tokens, (True, ";")]:
+        if not is_op:
+            simple.append(tok)
+            continue
+        words = [w for w in simple if not _ASSIGNMENT_RE.match(w)]
+        while words and words[0] in _PREFIXES:
+            words = words[1:]
+        name = words[0] if words else ""
+        if name in _REBINDERS:
+            return name
+        if name == "set" and any(w.lstrip("-+o") in ("vi", "emacs") for w in words[1:]):
+            return "set -o " + next(w for w in words[1:] if w.lstrip("-+o") in ("vi", "emacs"))
+        simple = []
+    return None
 
 
 def _outside_single_quotes(text: str) -> str:

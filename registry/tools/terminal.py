@@ -8,9 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from environments.base import ExecResult
+from environments.base import ExecResult, ShellState
 from environments.errors import InvalidCommand, WorkdirNotFound
 from environments.pty_exec import run_on_pty
+from registry.approval.context import run_directory
 from registry.approval.limits import CommandTooLong
 
 from ..context import ToolContext
@@ -83,21 +84,31 @@ def _redact(text: str, ctx: ToolContext) -> str:
 def session_environment(ctx: ToolContext) -> dict[str, str] | None:
     """The session's exported variables as its shell last reported them (None: unknown):
     what ``$X`` in a command will expand to."""
-    env = ctx.pool.get_existing(ctx.session_id, ctx.backend)
-    state = env.session_state() if env is not None else None
+    state = _session_state(ctx)
     return dict(state.env) if state is not None else None
 
 
-def approval_refusal(command: str, ctx: ToolContext) -> dict[str, Any] | None:
+def _session_state(ctx: ToolContext) -> ShellState | None:
+    env = ctx.pool.get_existing(ctx.session_id, ctx.backend)
+    return env.session_state() if env is not None else None
+
+
+def approval_refusal(
+    command: str, ctx: ToolContext, *, workdir: str | None = None
+) -> dict[str, Any] | None:
     """The refusal of ``command`` by the worker's approval guard (None: it may run, or
     there is no guard). Checked on every call, retries included: an allow may consume
-    a once-approval."""
+    a once-approval. The command is judged, and approved, in the directory it runs in:
+    ``workdir``, else the session's (:mod:`registry.approval.context`)."""
     guard = ctx.components.get("approval")
     if guard is None:
         return None
+    state = _session_state(ctx)
+    cwd = run_directory(state.cwd if state is not None else None, workdir)
+    env = dict(state.env) if state is not None else None
     try:
         decision = guard.check(
-            command, session_id=ctx.session_id, backend=ctx.backend, env=session_environment(ctx)
+            command, session_id=ctx.session_id, backend=ctx.backend, env=env, cwd=cwd
         )
     except CommandTooLong as exc:
         return {"error": str(exc), "status": "invalid"}
@@ -140,7 +151,7 @@ def handle_terminal(args: TerminalArgs, ctx: ToolContext) -> dict[str, Any]:
         refusal = _pty_refusal(ctx.backend)
         if refusal is not None:
             return refusal
-    refusal = approval_refusal(args.command, ctx)
+    refusal = approval_refusal(args.command, ctx, workdir=args.workdir)
     if refusal is not None:
         return refusal
     if args.background:
