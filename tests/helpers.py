@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -76,6 +77,12 @@ def held_command(tmp_path: Path, word: str, before: str = "") -> tuple[Path, Pat
 
 class ToolCaller(Protocol):
     def tool_call(self, name: str, args: Any, *, wait: float | None = None) -> str: ...
+
+
+def call(client: ToolCaller, tool: str, args: Any) -> dict[str, Any]:
+    """``client``'s call of ``tool`` with ``args``: its JSON answer."""
+    answer: dict[str, Any] = json.loads(client.tool_call(tool, args))
+    return answer
 
 
 def call_in_background(

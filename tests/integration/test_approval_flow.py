@@ -13,6 +13,7 @@ import yaml
 
 from tests.fixtures_workers import settings_for, worker_env
 from tests.helpers import REPO
+from tests.judge_endpoint import judge_endpoint
 from worker.client import SandboxClient
 
 
@@ -163,45 +164,20 @@ def test_exec_on_a_terminal_prompts(
 def test_smart_mode_asks_the_judge(
     sbx_home: Path, broker_url: str | None, start_worker: Any, tmp_path: Path
 ) -> None:
-    import http.server
-    import threading
-
     verdicts = {"approve-me": "APPROVE", "deny-me": "DENY", "unsure": "maybe?"}
 
-    class Judge(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
-            verdict = next((v for k, v in verdicts.items() if k in body), "DENY")
-            reply = json.dumps({"choices": [{"message": {"content": verdict}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
+    def verdict(body: str) -> str:
+        return next((v for k, v in verdicts.items() if k in body), "DENY")
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Judge)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with judge_endpoint(verdict) as (url, _):
         (sbx_home / "config.yaml").write_text(
-            yaml.safe_dump(
-                {
-                    "approvals": {
-                        "mode": "smart",
-                        "judge": {"url": f"http://127.0.0.1:{server.server_port}/v1"},
-                    }
-                }
-            )
+            yaml.safe_dump({"approvals": {"mode": "smart", "judge": {"url": url}}})
         )
         start_worker(broker_url)
         with SandboxClient(session_id="smart", settings=settings_for(sbx_home, broker_url)) as c:
             approved = run(c, f"cd {tmp_path} && rm -rf approve-me")
             denied = run(c, f"cd {tmp_path} && rm -rf deny-me")
             unsure = run(c, f"cd {tmp_path} && rm -rf unsure")
-    finally:
-        server.shutdown()
     assert approved["exit_code"] == 0
     assert denied["status"] == "blocked"
     assert unsure["status"] == "approval_required"

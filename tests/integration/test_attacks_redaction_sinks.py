@@ -4,9 +4,7 @@ that repeat the caller's arguments, and the command sent to a smart-mode judge."
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,8 @@ import pytest
 import yaml
 
 from tests.fixtures_workers import settings_for
-from tests.helpers import files_containing, held_command, wait_until
+from tests.helpers import call, files_containing, held_command, wait_until
+from tests.judge_endpoint import judge_endpoint
 from worker.client import SandboxClient
 
 PASSWORD = "hunter2-Sup3rS3cret-Qx81"
@@ -26,11 +25,6 @@ SECRETS = (PASSWORD, GITHUB[4:])
 def leaked(text: str) -> list[str]:
     """The secrets (or the body of the GitHub token) that ``text`` shows."""
     return [s[:6] for s in SECRETS if s in text]
-
-
-def call(client: SandboxClient, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    answer: dict[str, Any] = json.loads(client.tool_call(tool, args))
-    return answer
 
 
 def test_a_directory_named_by_a_secret_shows_in_no_cwd(
@@ -85,30 +79,9 @@ def test_error_texts_that_repeat_the_arguments_show_no_secret(
 
 @pytest.fixture
 def judge() -> Iterator[tuple[str, list[str]]]:
-    """A judge model's endpoint (an HTTP server answering DENY) and the bodies it got."""
-    bodies: list[str] = []
-
-    class Judge(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            bodies.append(self.rfile.read(int(self.headers["Content-Length"])).decode())
-            reply = json.dumps({"choices": [{"message": {"content": "DENY"}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Judge)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1", bodies
-    finally:
-        server.shutdown()
-        thread.join()
+    """A judge model's endpoint answering DENY, and the bodies it got."""
+    with judge_endpoint(lambda body: "DENY") as endpoint:
+        yield endpoint
 
 
 def test_the_judge_is_sent_the_command_redacted(

@@ -4,7 +4,6 @@ jail can be made, and an aborted worker's embedded broker."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from typing import Any
 
 from tests.fixtures_backends import require_jail
 from tests.fixtures_workers import settings_for, worker_env
-from tests.helpers import REPO, short_tmpdir, wait_until
+from tests.helpers import REPO, call, short_tmpdir, wait_until
 from worker.broker.embedded import EmbeddedBroker
 from worker.client import SandboxClient
 
@@ -24,11 +23,6 @@ WORKER_SECRETS = {
     "RABBITMQ_URL": "amqp://u:rabbit-secret@mq.internal//",
     "HARMLESS_LOOKING": "not-forwarded-value",
 }
-
-
-def call(c: SandboxClient, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(c.tool_call(tool, args))
-    return result
 
 
 def test_worker_variables_reach_no_sandbox_unless_forwarded(

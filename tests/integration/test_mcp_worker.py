@@ -19,7 +19,7 @@ import yaml
 from process_registry.sessions import load_or_create_secret
 from registry.mcp import wire_name
 from tests.fixtures_workers import settings_for
-from tests.helpers import files_containing, require_module, wait_until
+from tests.helpers import call, files_containing, require_module, wait_until
 from tests.integration.test_cli import sbx
 from worker.client import SandboxClient
 
@@ -98,11 +98,6 @@ def doctor_mcp(home: Path) -> dict[str, dict[str, Any]]:
     p = sbx(home, None, "doctor", "--json")
     assert p.returncode == 0, p.stderr
     return {m["id"]: m for m in json.loads(p.stdout)["mcp_servers"]}
-
-
-def call(client: SandboxClient, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(client.tool_call(tool, args))
-    return result
 
 
 def test_configured_server_is_served_listed_from_cache_and_stopped(

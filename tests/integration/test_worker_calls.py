@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures_workers import settings_for
-from tests.helpers import files_containing
+from tests.helpers import call, files_containing
 from worker.client import AsyncSandboxClient, SandboxClient
 
 
@@ -19,11 +19,6 @@ def client(broker_url: str | None, sbx_home: Path, start_worker: Any) -> Any:
     c = SandboxClient(session_id="s1", settings=settings_for(sbx_home, broker_url))
     yield c
     c.close()
-
-
-def call(client: SandboxClient, tool: str, args: Any) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(client.tool_call(tool, args))
-    return result
 
 
 def test_session_state_persists_and_is_isolated(
