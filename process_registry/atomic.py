@@ -24,6 +24,7 @@ import stat
 from pathlib import Path
 
 from .models import AlreadyExists, InvalidId, UnsafePath
+from .private_dirs import make_private_dirs
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _TMP_PREFIX = ".tmp-"
@@ -42,7 +43,7 @@ def ensure_private_dir(path: Path) -> Path:
     Raises :class:`UnsafePath` when ``path`` is a symlink, not a directory, or
     owned by another user (someone else could then swap files under us).
     """
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dirs(path)
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise UnsafePath(f"{path} is not a plain directory")

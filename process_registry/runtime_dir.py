@@ -24,6 +24,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from .private_dirs import make_private_dirs
+
 _RECORD = "runtime-dir"
 
 
@@ -33,9 +35,7 @@ def _private(path: Path) -> bool:
         st = os.lstat(path)
     except OSError:
         return False
-    return (
-        stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
-    )
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
 
 
 def runtime_dir(home: Path) -> Path:
@@ -43,7 +43,7 @@ def runtime_dir(home: Path) -> Path:
 
     Raises ``OSError`` when ``home`` cannot be created or written.
     """
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private_dirs(home)
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isabs(xdg) and _private(Path(xdg)):
         tag = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:12]

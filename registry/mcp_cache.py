@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from process_registry.private_dirs import make_private_dirs
+
 from .mcp_connections import McpServerConfig, McpToolSpec
 
 __all__ = ["CACHE_FILE", "CachedServer", "McpCacheStore", "config_fingerprint"]
@@ -128,7 +130,7 @@ class McpCacheStore:
 
     @contextlib.contextmanager
     def _file_lock(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(self.path.parent)
         lock_path = self.path.with_name(self.path.name + ".lock")
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(lock_path, flags, 0o600)

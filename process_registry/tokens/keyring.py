@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..private_dirs import make_private_dirs
 from .primitives import b64, derive
 
 KEY_ID_RE = re.compile(r"[A-Za-z0-9_-]{8}\Z")
@@ -77,9 +78,7 @@ class Keyring:
     def of(cls, *secrets_: bytes) -> Keyring:
         """A keyring of ``secrets_``, the first signing (for tests and embedders)."""
         now = time.time()
-        return cls(
-            Key(key_id(_checked(s)), s, now - i, "code") for i, s in enumerate(secrets_)
-        )
+        return cls(Key(key_id(_checked(s)), s, now - i, "code") for i, s in enumerate(secrets_))
 
     @property
     def signing(self) -> Key:
@@ -136,7 +135,7 @@ def load_or_create_secret(path: Path) -> bytes:
     data = _read_private(path)
     if data is not None and data.strip():
         return data.strip()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dirs(path.parent)
     secret = secrets.token_hex(32).encode()
     try:
         _write_exclusive(path, secret)
@@ -236,7 +235,7 @@ class KeyringStore:
     # -- changing --------------------------------------------------------------------------
 
     def _private_dir(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(self.dir)
         st = os.lstat(self.dir)
         if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
             raise KeyringError(f"{self.dir} is not a private directory of this user")

@@ -27,6 +27,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from process_registry.private_dirs import make_private_dirs
 from process_registry.runtime_dir import runtime_dir
 
 # sockaddr_un.sun_path is 108 bytes on Linux, including the terminating NUL.
@@ -132,13 +133,14 @@ class EmbeddedBroker:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.lock_path, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        make_private_dirs(self.dir)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(self.lock_path, flags, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the flock
 
     def ensure_running(self, timeout: float = 15.0) -> bool:
         """Start the server unless one answers already. Returns True if this call started it."""
@@ -177,7 +179,7 @@ class EmbeddedBroker:
                 path.unlink()
 
     def _start(self, timeout: float) -> None:
-        self.socket_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(self.socket_path.parent)
         os.chmod(self.socket_path.parent, 0o700)
         config = "\n".join(
             [
@@ -196,11 +198,19 @@ class EmbeddedBroker:
                 "",
             ]
         )
-        self.config_path.write_text(config)
-        os.chmod(self.config_path, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(self.config_path, flags, 0o600), "w") as f:
+            f.write(config)
+        os.chmod(self.config_path, 0o600)  # a config an older sbx left with the umask's mode
         exe = find_redis_server(self._redis_server)
+        # redis-server creates its pidfile and log with the umask it inherits (0666 & ~umask):
+        # owner-only, as every file under SBX_HOME.
         proc = subprocess.run(
-            [exe, str(self.config_path)], capture_output=True, text=True, timeout=timeout
+            [exe, str(self.config_path)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            umask=0o077,
         )
         if proc.returncode != 0:
             raise BrokerError(f"redis-server failed to start: {proc.stderr or proc.stdout}")

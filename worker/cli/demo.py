@@ -15,6 +15,7 @@ import subprocess
 import sys
 from typing import Any
 
+from process_registry.private_dirs import make_private_dirs
 from worker.broker.embedded import EmbeddedBroker
 from worker.settings import get_settings
 
@@ -42,7 +43,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not settings.broker_url:
         started_broker = broker.ensure_running()
         print(f"broker: embedded redis on {broker.socket_path}")
-    settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dirs(settings.home)
     log_path = settings.home / "demo-worker.log"
     with open(log_path, "ab") as log:
         os.chmod(log_path, 0o600)

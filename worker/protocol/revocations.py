@@ -23,6 +23,7 @@ from typing import Any
 
 import redis
 
+from process_registry.private_dirs import make_private_dirs
 from process_registry.tokens.formats import InvalidSessionId, validate_session_id
 
 SEEDED_KEY = "sbx:sessions:seeded"
@@ -51,7 +52,7 @@ def _read_mirror(home: Path | None, session_id: str) -> int:
 
 def _write_mirror(home: Path, session_id: str, epoch: int) -> None:
     directory = _mirror_dir(home)
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dirs(directory)
     tmp = directory / f".tmp-{secrets.token_hex(6)}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:

@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import functools
 import hashlib
+import itertools
 import os
 import shutil
 import stat
@@ -29,11 +30,16 @@ def session_key(session_id: str) -> str:
 
 
 def private_dir(path: Path) -> Path:
-    """``path`` as an existing directory of ours, mode 0700 (created with its parents).
+    """``path`` as an existing directory of ours, mode 0700 (created with its missing
+    parents, each 0700 too whatever the umask: ``mkdir(parents=True)`` would give them
+    ``0777 & ~umask``).
 
     Raises ``PermissionError`` when it is a symlink, not a directory, or another user's.
     """
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    missing = [path, *itertools.takewhile(lambda p: not os.path.lexists(p), path.parents)]
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
         raise PermissionError(f"{path} is not a private directory of this user")

@@ -11,10 +11,12 @@ import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from environments.backends.local.sessiondirs import private_dir
 from process_registry.atomic import (
     atomic_write,
     ensure_private_dir,
@@ -23,6 +25,7 @@ from process_registry.atomic import (
     validate_id,
 )
 from process_registry.models import AlreadyExists, InvalidId, UnsafePath
+from process_registry.private_dirs import make_private_dirs
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -33,6 +36,31 @@ def test_modes_are_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert read_nofollow(path) == b"{}"
+
+
+@pytest.mark.parametrize("make", [make_private_dirs, ensure_private_dir, private_dir])
+def test_missing_parents_are_private_whatever_the_umask(
+    tmp_path: Path, make: Callable[[Path], object]
+) -> None:
+    old = os.umask(0)
+    try:
+        make(tmp_path / "a" / "b" / "c")
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "c"):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o700, path
+
+
+def test_make_private_dirs_keeps_existing_and_refuses_a_file(tmp_path: Path) -> None:
+    (tmp_path / "open").mkdir(mode=0o755)
+    os.chmod(tmp_path / "open", 0o755)
+    make_private_dirs(tmp_path / "open" / "new")
+    assert stat.S_IMODE(os.stat(tmp_path / "open").st_mode) == 0o755  # not ours to change
+    (tmp_path / "file").write_text("")
+    with pytest.raises(NotADirectoryError):
+        make_private_dirs(tmp_path / "file")
+    with pytest.raises(NotADirectoryError):
+        make_private_dirs(tmp_path / "file" / "below")
 
 
 def test_symlinked_directory_is_refused(tmp_path: Path) -> None:
