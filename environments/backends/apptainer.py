@@ -1,9 +1,10 @@
 """The ``apptainer`` (and ``singularity``) backend: one instance per session.
 
 A session's sandbox is an apptainer *instance* started with
-``--containall --no-home --writable-tmpfs`` and, by default, no network
-(``--net --network none``); every ``exec`` into it says ``--cleanenv``, so nothing
-of the worker's environment reaches the sandbox. The image is a ``.sif`` file, a
+``--containall --no-home --writable-tmpfs --no-privs`` and, by default, no network
+(``--net --network none``); every ``exec`` into it says ``--cleanenv --no-privs``, so
+nothing of the worker's environment reaches the sandbox and root there holds no
+capabilities. The image is a ``.sif`` file, a
 sandbox directory or a ``docker://`` reference (apptainer builds it on first use). The session
 shell is ``apptainer exec instance://NAME sh -s`` over pipes; the instance
 has its own pid namespace, so killing a timed-out command's tree, probing
@@ -96,7 +97,8 @@ class ApptainerEnvironment(scripts.HelperOps, ShellEnvironment):
 
     def start_command(self) -> list[str]:
         """The ``instance start`` command line for this session."""
-        argv = [self._binary, "instance", "start", "--containall", "--no-home", "--writable-tmpfs"]
+        argv = [self._binary, "instance", "start", "--containall", "--no-home", "--writable-tmpfs",
+                "--no-privs"]  # fmt: skip
         if self.config.network == "none":
             argv += ["--net", "--network", "none"]
         return [*argv, *self.config.extra_args, str(self.config.image), self.name]
@@ -124,8 +126,9 @@ class ApptainerEnvironment(scripts.HelperOps, ShellEnvironment):
 
         An exec passes its caller's environment (the worker's, less its credentials) into
         the container unless it says ``--cleanenv`` itself: the instance's
-        ``--containall`` does not carry over to later execs."""
-        argv = [self._binary, "exec", "--cleanenv"]
+        ``--containall`` does not carry over to later execs. ``--no-privs``: root in the
+        container holds no capabilities (a worker running as root would give them all)."""
+        argv = [self._binary, "exec", "--cleanenv", "--no-privs"]
         if pwd:
             argv += ["--pwd", pwd]
         return [*argv, f"instance://{self.name}", *command]

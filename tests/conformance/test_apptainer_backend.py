@@ -26,17 +26,17 @@ def test_instance_lifecycle_command_lines(apptainer_factory: Factory, fake_appta
     calls = _calls(fake_apptainer)
     start = calls[0]
     assert start[:2] == ["instance", "start"]
-    for flag in ("--containall", "--no-home", "--writable-tmpfs", "--net"):
+    for flag in ("--containall", "--no-home", "--writable-tmpfs", "--no-privs", "--net"):
         assert flag in start
     assert start[start.index("--network") + 1] == "none"
     assert start[-1] == name
-    assert ["exec", "--cleanenv", "--pwd", "/tmp", f"instance://{name}", "sh", "-s"] in calls
+    # Every exec: a clean environment, and root without capabilities (--no-privs).
+    exec_flags = ["exec", "--cleanenv", "--no-privs"]
+    assert [*exec_flags, "--pwd", "/tmp", f"instance://{name}", "sh", "-s"] in calls
     result = env.exec("sleep 999", timeout=0.3)
     assert result.exit_code == 124
-    kills = [
-        c for c in _calls(fake_apptainer) if c[:3] == ["exec", "--cleanenv", f"instance://{name}"]
-    ]
-    assert kills and kills[0][3:5] == ["sh", "-c"]
+    kills = [c for c in _calls(fake_apptainer) if c[:4] == [*exec_flags, f"instance://{name}"]]
+    assert kills and kills[0][4:6] == ["sh", "-c"]
     env.close()
     assert ["instance", "stop", name] in _calls(fake_apptainer)
     env.close()
