@@ -51,10 +51,10 @@ def execute_approval(raw: Any, runtime: WorkerRuntime) -> str:
         else:
             guard.deny(message.approval_id, session_id=message.session_id)
             result.status = "denied"
-    except ApprovalNotFoundError:
+    except (ApprovalNotFoundError, ApprovalSessionError):
+        # Another session's approval answers as none at all: an answer that differed would
+        # tell a caller which approval ids exist.
         result.status, result.error = "not_found", "no such approval"
-    except ApprovalSessionError:
-        result.status, result.error = "forbidden", "the approval belongs to another session"
     except ApprovalExpiredError:
         result.status, result.error = "expired", "the approval expired: retry the command"
     except ApprovalAlreadyResolvedError:
