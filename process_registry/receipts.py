@@ -62,6 +62,8 @@ from .tokens.sealer import Sealer
 DEFAULT_MAX_AGE = 7 * 24 * 3600.0
 DEFAULT_MAX_COUNT = 1000
 DEFAULT_OUTPUT_CAP = 64 * 1024
+# A receipt's mtime is its sealed ended_at; this much difference is file-system granularity.
+_MTIME_SLACK = 2.0
 
 
 def bound_text(text: str, cap: int) -> tuple[str, bool]:
@@ -210,7 +212,14 @@ class ReceiptStore:
     # -- retention -------------------------------------------------------------------------
 
     def prune(self) -> int:
-        """Delete receipts older than ``max_age`` and beyond the newest ``max_count``."""
+        """Delete receipts older than ``max_age`` and beyond the newest ``max_count``.
+
+        Age is the sealed ``ended_at`` (the mtime stamped from it only orders the
+        index): a receipt whose mtime was changed outside sbx is restamped and kept
+        for now. Only an intact, sealed receipt under its own name is recorded as
+        pruned in its chain head; anything else is deleted unrecorded, so the gap
+        a deleted genuine receipt left stays reported by :meth:`verify`.
+        """
         with self._locked():
             return self._prune_locked(rescan=True)
 
@@ -238,19 +247,30 @@ class ReceiptStore:
         entries = self._index
         cutoff = self.clock() - self.max_age
         excess = len(entries) - self.max_count
-        victims = [name for i, (mtime, name) in enumerate(entries) if mtime < cutoff or i < excess]
+        victims = [e for i, e in enumerate(entries) if e[0] < cutoff or i < excess]
         if not victims:
             return 0
-        gone = set(victims)
-        self._index = [e for e in entries if e[1] not in gone]
         chains: dict[str, dict[str, Any]] = {}
         doomed: list[Path] = []
-        for name in victims:
+        kept: set[str] = set()
+        for mtime, name in victims:
             path = self.dir / name
             try:
                 r = Receipt.model_validate_json(read_nofollow(path))
             except (OSError, ValidationError, ValueError):
                 doomed.append(path)  # unreadable: nothing to record, still bounded
+                continue
+            if not self.intact(r, name[: -len(".json")]):
+                # Edited, unsealed or moved (a forged stand-in): deleted to stay bounded, but
+                # its hash is no evidence, so the gap a deleted genuine receipt left stays visible.
+                doomed.append(path)
+                continue
+            if abs(mtime - r.ended_at) > _MTIME_SLACK:
+                # The mtime is not the sealed completion time we stamped (back-dated from
+                # outside): restore it and rescan, rather than retire a receipt early.
+                with contextlib.suppress(OSError):
+                    os.utime(path, (r.ended_at, r.ended_at), follow_symlinks=False)
+                kept.add(name)
                 continue
             chain = chains.get(r.owner_session_id) or self.heads.load(
                 r.owner_session_id, self._load, for_write=True
@@ -258,6 +278,8 @@ class ReceiptStore:
             chains[r.owner_session_id] = chain
             chain["pruned"][str(r.seq)] = r.sha256
             doomed.append(path)
+        gone = {name for _, name in victims} - kept
+        self._index = None if kept else [e for e in entries if e[1] not in gone]
         # Record what is pruned before deleting it: a crash in between is harmless.
         for chain in chains.values():
             self.heads.save(chain)
