@@ -26,6 +26,7 @@ import bisect
 import builtins
 import contextlib
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -58,6 +59,8 @@ from .output_cap import lead_cut
 from .receipt_chains import RECEIPT_PURPOSE, ChainHeads
 from .receipt_verify import verify_sessions
 from .tokens.sealer import Sealer
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_AGE = 7 * 24 * 3600.0
 DEFAULT_MAX_COUNT = 1000
@@ -159,7 +162,8 @@ class ReceiptStore:
         """Redact, bound, chain and persist ``draft``; return the stored receipt.
 
         Raises :class:`AlreadyExists` when ``draft.process_id`` has a receipt:
-        exactly one receipt per process, whoever races to write it.
+        exactly one receipt per process, whoever races to write it. A file at that
+        path that is not its intact, sealed receipt is replaced (:meth:`_evict_squatter`).
         """
         validate_id(draft.process_id, "process id")
         output, cut = bound_text(redact(draft.output), self.output_cap)
@@ -173,7 +177,7 @@ class ReceiptStore:
         )
         with self._locked():
             if self.exists(draft.process_id):
-                raise AlreadyExists(f"receipt of {draft.process_id} exists already")
+                self._evict_squatter(draft.process_id)
             chain = self.heads.load(draft.owner_session_id, self._load, for_write=True)
             receipt = clean.sealed(chain["head_seq"] + 1, chain["head_sha"])
             if self.sealer is not None:
@@ -195,6 +199,23 @@ class ReceiptStore:
             self.heads.save(chain)
             self._prune_locked()
         return receipt
+
+    def _evict_squatter(self, process_id: str) -> None:
+        """Raise :class:`AlreadyExists` if ``process_id`` has its genuine receipt; else remove
+        what sits at its path (call locked).
+
+        Whatever else is there (a symlink, FIFO, garbage, a forged or moved receipt) was
+        planted, e.g. by the session's own sandbox, which knows its process ids: taking it
+        for the receipt would leave the process with no record and its chain with no gap
+        for :meth:`verify` to report.
+        """
+        genuine = False
+        with contextlib.suppress(NotFound, ValidationError, ValueError, OSError):
+            genuine = self.intact(self._load(process_id), process_id)
+        if genuine:
+            raise AlreadyExists(f"receipt of {process_id} exists already")
+        log.warning("replacing a file planted where the receipt of %s goes", process_id)
+        remove(self.path(process_id))
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
