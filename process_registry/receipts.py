@@ -51,6 +51,7 @@ from .models import (
     IntegrityError,
     NotFound,
     PermissionDenied,
+    ProcessTableError,
     Receipt,
     UnsafePath,
     redact,
@@ -327,10 +328,19 @@ class ReceiptStore:
         """The receipt of ``process_id`` if ``session_id`` may read it.
 
         Raises :class:`NotFound`, :class:`PermissionDenied` (not the owner nor
-        a continuation of it), or :class:`IntegrityError` when ``verified`` and
-        the receipt does not match its own hash.
+        a continuation of it), or :class:`IntegrityError` when the file is no
+        receipt at all (garbage: its owner is unknown, so this comes first) or,
+        when ``verified``, the receipt does not match its own hash or seal.
         """
-        receipt = self._load(process_id)
+        try:
+            receipt = self._load(process_id)
+        except (ValidationError, ValueError) as exc:
+            if isinstance(exc, ProcessTableError):
+                raise
+            # Not the parser's message: it quotes the file, which is not the caller's to see.
+            raise IntegrityError(
+                f"the receipt of {process_id} is unreadable: not a receipt (changed outside sbx)"
+            ) from None
         if not self.continuations.may_read(session_id, receipt.owner_session_id):
             raise PermissionDenied(f"session may not read the receipt of {process_id}")
         if verified and not self.intact(receipt, process_id):
