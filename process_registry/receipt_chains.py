@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,19 @@ class ChainHeads:
                     chain["head_seq"], chain["head_sha"] = r.seq, r.sha256
             chain["pending"] = None
         return chain
+
+    def sessions(self) -> list[str]:
+        """The sessions with a chain head here (whose receipts this home keeps or kept)."""
+        found: list[str] = []
+        for name in sorted(os.listdir(self.dir)):
+            if name.startswith(".") or not name.endswith(".json"):
+                continue
+            with contextlib.suppress(OSError, UnsafePath, ValueError):
+                stored = json.loads(read_nofollow(self.dir / name))
+                session = stored.get("session") if isinstance(stored, dict) else None
+                if isinstance(session, str) and chain_file(session) == name:
+                    found.append(session)
+        return found
 
     def save(self, chain: dict[str, Any], *, durable: bool = True) -> None:
         """Persist ``chain`` atomically and sealed; ``durable``: fsynced (file and directory).
