@@ -14,7 +14,7 @@ did (forced); output is cut to ``output_cap`` bytes (head + tail + marker);
 with a ``sealer`` (workers always pass one) each receipt and chain head is
 sealed with a key only keyring holders have; :meth:`ReceiptStore.read` and
 :meth:`ReceiptStore.list` return only receipts the reader session may read
-(owner or compression continuation), and ``read`` only intact, sealed ones;
+(owner or compression continuation), and only intact, sealed ones;
 :meth:`ReceiptStore.verify` reports edited, deleted and reordered receipts
 and a deleted or changed chain head (:mod:`process_registry.receipt_verify`).
 A symlink or special file where a receipt should be reads as no receipt.
@@ -367,11 +367,17 @@ class ReceiptStore:
                 yield name[: -len(".json")], None
 
     def list(self, session_id: str) -> list[Receipt]:
-        """Receipts ``session_id`` may read, oldest completion first."""
+        """Intact receipts ``session_id`` may read, oldest completion first.
+
+        Like :meth:`read`, only receipts that check on their own (hash, seal, file name):
+        a forged or edited one is left out, and :meth:`verify` reports it.
+        """
         readable = [
             r
-            for _, r in self.all_receipts()
-            if r is not None and self.continuations.may_read(session_id, r.owner_session_id)
+            for name, r in self.all_receipts()
+            if r is not None
+            and self.continuations.may_read(session_id, r.owner_session_id)
+            and self.intact(r, name)
         ]
         return sorted(readable, key=lambda r: (r.ended_at, r.seq))
 

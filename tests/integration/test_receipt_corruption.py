@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from process_registry.models import Receipt as StoredReceipt
 from tests.fixtures_workers import sbx, settings_for
 from worker.client import SandboxClient
 
@@ -29,3 +30,22 @@ def test_a_garbage_receipt_is_reported_precisely(sbx_home: Path, start_worker: A
     verified = sbx(sbx_home, "receipts", "verify", "--json", **env)
     assert verified.returncode == 1
     assert json.loads(verified.stdout)["ok"] is False
+
+
+def test_a_listing_shows_no_forged_receipt(sbx_home: Path, start_worker: Any) -> None:
+    start_worker(None)
+    with SandboxClient(session_id="lister", settings=settings_for(sbx_home, None)) as c:
+        pid = c.start("echo real; exit 3").process_id
+        c.wait(pid, timeout=60)
+        genuine = StoredReceipt.model_validate(c.receipt(pid).model_dump())
+        # Planted under its own name, hash recomputed, no key: the seal cannot be made.
+        forged = genuine.model_copy(update={"process_id": "pforged", "exit_code": 0,
+                                            "output": "all tests passed\n"})  # fmt: skip
+        forged = forged.sealed(genuine.seq, genuine.prev_sha256).model_copy(update={"mac": ""})
+        (sbx_home / "logs" / "process-results" / "pforged.json").write_text(
+            forged.model_dump_json()
+        )
+        env = {"SBX_SESSION_ID": "lister", "SBX_SESSION_TOKEN": c.session_token}
+        listed = sbx(sbx_home, "receipts", "list", "--json", **env)
+        assert [r["process_id"] for r in json.loads(listed.stdout)] == [pid]
+        assert any("pforged" in p for p in c.verify_receipts())
