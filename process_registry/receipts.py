@@ -141,6 +141,9 @@ class ReceiptStore:
         self.output_cap = output_cap
         self.clock = clock
         self.sealer = sealer
+        # Bigger than any receipt (output and command JSON-escaped, up to 6 bytes a byte):
+        # a larger file was planted, and is not read into memory.
+        self.max_file_bytes = 8 * output_cap + (16 << 20)
         self.heads = ChainHeads(self.chains, sealer, keep_pruned=max_count + 16)
         self._lock = threading.Lock()
         # Sorted (mtime, file name) of the receipts directory, trusted while the
@@ -278,7 +281,7 @@ class ReceiptStore:
         for mtime, name in victims:
             path = self.dir / name
             try:
-                r = Receipt.model_validate_json(read_nofollow(path))
+                r = Receipt.model_validate_json(read_nofollow(path, self.max_file_bytes))
             except (OSError, ValidationError, ValueError):
                 doomed.append(path)  # unreadable: nothing to record, still bounded
                 continue
@@ -314,7 +317,7 @@ class ReceiptStore:
 
     def _load(self, process_id: str) -> Receipt:
         try:
-            data = read_nofollow(self.path(process_id))
+            data = read_nofollow(self.path(process_id), self.max_file_bytes)
         except (FileNotFoundError, UnsafePath):
             # A planted symlink or special file is no receipt (and its path is not news).
             raise NotFound(f"no receipt for process {process_id}") from None
