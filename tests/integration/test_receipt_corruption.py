@@ -1,6 +1,6 @@
-"""What the auditor's CLI says about a receipt file overwritten with something that is no
-receipt at all: a precise error naming the receipt, without quoting the file, and a
-failing ``verify``."""
+"""What the auditor is told about damaged receipts: a file that is no receipt at all (a
+precise error naming it, the file not quoted), a forged receipt (left out of listings,
+reported by ``verify``) and a chain cut at its end (every missing receipt named)."""
 
 from __future__ import annotations
 
@@ -49,3 +49,20 @@ def test_a_listing_shows_no_forged_receipt(sbx_home: Path, start_worker: Any) ->
         listed = sbx(sbx_home, "receipts", "list", "--json", **env)
         assert [r["process_id"] for r in json.loads(listed.stdout)] == [pid]
         assert any("pforged" in p for p in c.verify_receipts())
+
+
+def test_a_chain_cut_at_its_end_names_every_missing_receipt(
+    sbx_home: Path, start_worker: Any
+) -> None:
+    start_worker(None)
+    with SandboxClient(session_id="cut", settings=settings_for(sbx_home, None)) as c:
+        ids = [c.start(f"echo {i}").process_id for i in range(5)]
+        for pid in ids:
+            c.wait(pid, timeout=60)
+        for pid in ids[2:]:
+            (sbx_home / "logs" / "process-results" / f"{pid}.json").unlink()
+        problems = c.verify_receipts()
+    assert problems == [
+        "cut: receipts #3..#4 are missing (deleted)",
+        "cut: latest receipt #5 is missing (deleted)",
+    ], problems
