@@ -126,8 +126,9 @@ def atomic_write(
     return target
 
 
-def read_nofollow(path: Path) -> bytes:
-    """Contents of the regular file ``path``; :class:`UnsafePath` for a symlink or special file."""
+def read_nofollow(path: Path, limit: int | None = None) -> bytes:
+    """Contents of the regular file ``path``; :class:`UnsafePath` for a symlink, a special
+    file, or (with ``limit``) a file larger than ``limit`` bytes, which is not read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as e:
@@ -135,10 +136,17 @@ def read_nofollow(path: Path) -> bytes:
             raise UnsafePath(f"{path} is a symlink") from None
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise UnsafePath(f"{path} is not a regular file")
+        if limit is not None and st.st_size > limit:
+            raise UnsafePath(f"{path} is larger than {limit} bytes")
         chunks = []
+        size = 0
         while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if limit is not None and size > limit:  # grew since fstat
+                raise UnsafePath(f"{path} is larger than {limit} bytes")
             chunks.append(chunk)
         return b"".join(chunks)
     finally:

@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,9 @@ class ChainHeads:
         self.dir = directory
         self.sealer = sealer
         self.keep_pruned = keep_pruned
+        # A head holds at most keep_pruned pruned hashes (~80 bytes each): a larger file
+        # was planted, and is not read into memory.
+        self.max_bytes = 128 * keep_pruned + (1 << 20)
 
     def seal_check(self, chain: dict[str, Any]) -> SealCheck | None:
         """How the stored head's seal checks (None: no sealer, or no stored head)."""
@@ -77,7 +81,7 @@ class ChainHeads:
             "exists": False,
         }
         try:
-            stored = json.loads(read_nofollow(self.dir / chain_file(session_id)))
+            stored = json.loads(read_nofollow(self.dir / chain_file(session_id), self.max_bytes))
         except (FileNotFoundError, UnsafePath, ValueError):
             stored = None
         if isinstance(stored, dict) and stored.get("session") == session_id:
@@ -97,6 +101,19 @@ class ChainHeads:
                     chain["head_seq"], chain["head_sha"] = r.seq, r.sha256
             chain["pending"] = None
         return chain
+
+    def sessions(self) -> list[str]:
+        """The sessions with a chain head here (whose receipts this home keeps or kept)."""
+        found: list[str] = []
+        for name in sorted(os.listdir(self.dir)):
+            if name.startswith(".") or not name.endswith(".json"):
+                continue
+            with contextlib.suppress(OSError, UnsafePath, ValueError):
+                stored = json.loads(read_nofollow(self.dir / name, self.max_bytes))
+                session = stored.get("session") if isinstance(stored, dict) else None
+                if isinstance(session, str) and chain_file(session) == name:
+                    found.append(session)
+        return found
 
     def save(self, chain: dict[str, Any], *, durable: bool = True) -> None:
         """Persist ``chain`` atomically and sealed; ``durable``: fsynced (file and directory).

@@ -72,6 +72,15 @@ def chain_problems(
         elif r.prev_sha256 != expected:
             problems.append(f"{r.process_id}: predecessor hash mismatch (reordered)")
     head_seq, head_sha = chain["head_seq"], chain["head_sha"]
+    # Receipts after the newest present or pruned one and before the head have no
+    # successor to miss them: a truncated chain would name only its last receipt.
+    newest = max([*by_seq, *(int(k) for k in pruned if k.isdigit())], default=0)
+    if newest + 1 < head_seq:
+        if newest + 2 == head_seq:
+            problems.append(f"{session}: receipt #{newest + 1} is missing (deleted)")
+        else:
+            gap = f"#{newest + 1}..#{head_seq - 1}"
+            problems.append(f"{session}: receipts {gap} are missing (deleted)")
     if head_seq and head_seq not in by_seq and str(head_seq) not in pruned:
         problems.append(f"{session}: latest receipt #{head_seq} is missing (deleted)")
     elif head_seq in by_seq and by_seq[head_seq].sha256 != head_sha:

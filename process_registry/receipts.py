@@ -14,7 +14,7 @@ did (forced); output is cut to ``output_cap`` bytes (head + tail + marker);
 with a ``sealer`` (workers always pass one) each receipt and chain head is
 sealed with a key only keyring holders have; :meth:`ReceiptStore.read` and
 :meth:`ReceiptStore.list` return only receipts the reader session may read
-(owner or compression continuation), and ``read`` only intact, sealed ones;
+(owner or compression continuation), and only intact, sealed ones;
 :meth:`ReceiptStore.verify` reports edited, deleted and reordered receipts
 and a deleted or changed chain head (:mod:`process_registry.receipt_verify`).
 A symlink or special file where a receipt should be reads as no receipt.
@@ -26,6 +26,7 @@ import bisect
 import builtins
 import contextlib
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -50,6 +51,7 @@ from .models import (
     IntegrityError,
     NotFound,
     PermissionDenied,
+    ProcessTableError,
     Receipt,
     UnsafePath,
     redact,
@@ -59,9 +61,13 @@ from .receipt_chains import RECEIPT_PURPOSE, ChainHeads
 from .receipt_verify import verify_sessions
 from .tokens.sealer import Sealer
 
+log = logging.getLogger(__name__)
+
 DEFAULT_MAX_AGE = 7 * 24 * 3600.0
 DEFAULT_MAX_COUNT = 1000
 DEFAULT_OUTPUT_CAP = 64 * 1024
+# A receipt's mtime is its sealed ended_at; this much difference is file-system granularity.
+_MTIME_SLACK = 2.0
 
 
 def bound_text(text: str, cap: int) -> tuple[str, bool]:
@@ -135,6 +141,9 @@ class ReceiptStore:
         self.output_cap = output_cap
         self.clock = clock
         self.sealer = sealer
+        # Bigger than any receipt (output and command JSON-escaped, up to 6 bytes a byte):
+        # a larger file was planted, and is not read into memory.
+        self.max_file_bytes = 8 * output_cap + (16 << 20)
         self.heads = ChainHeads(self.chains, sealer, keep_pruned=max_count + 16)
         self._lock = threading.Lock()
         # Sorted (mtime, file name) of the receipts directory, trusted while the
@@ -157,7 +166,8 @@ class ReceiptStore:
         """Redact, bound, chain and persist ``draft``; return the stored receipt.
 
         Raises :class:`AlreadyExists` when ``draft.process_id`` has a receipt:
-        exactly one receipt per process, whoever races to write it.
+        exactly one receipt per process, whoever races to write it. A file at that
+        path that is not its intact, sealed receipt is replaced (:meth:`_evict_squatter`).
         """
         validate_id(draft.process_id, "process id")
         output, cut = bound_text(redact(draft.output), self.output_cap)
@@ -171,7 +181,7 @@ class ReceiptStore:
         )
         with self._locked():
             if self.exists(draft.process_id):
-                raise AlreadyExists(f"receipt of {draft.process_id} exists already")
+                self._evict_squatter(draft.process_id)
             chain = self.heads.load(draft.owner_session_id, self._load, for_write=True)
             receipt = clean.sealed(chain["head_seq"] + 1, chain["head_sha"])
             if self.sealer is not None:
@@ -194,6 +204,23 @@ class ReceiptStore:
             self._prune_locked()
         return receipt
 
+    def _evict_squatter(self, process_id: str) -> None:
+        """Raise :class:`AlreadyExists` if ``process_id`` has its genuine receipt; else remove
+        what sits at its path (call locked).
+
+        Whatever else is there (a symlink, FIFO, garbage, a forged or moved receipt) was
+        planted, e.g. by the session's own sandbox, which knows its process ids: taking it
+        for the receipt would leave the process with no record and its chain with no gap
+        for :meth:`verify` to report.
+        """
+        genuine = False
+        with contextlib.suppress(NotFound, ValidationError, ValueError, OSError):
+            genuine = self.intact(self._load(process_id), process_id)
+        if genuine:
+            raise AlreadyExists(f"receipt of {process_id} exists already")
+        log.warning("replacing a file planted where the receipt of %s goes", process_id)
+        remove(self.path(process_id))
+
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         # The thread lock orders this process's writers; flock orders other workers'.
@@ -210,7 +237,14 @@ class ReceiptStore:
     # -- retention -------------------------------------------------------------------------
 
     def prune(self) -> int:
-        """Delete receipts older than ``max_age`` and beyond the newest ``max_count``."""
+        """Delete receipts older than ``max_age`` and beyond the newest ``max_count``.
+
+        Age is the sealed ``ended_at`` (the mtime stamped from it only orders the
+        index): a receipt whose mtime was changed outside sbx is restamped and kept
+        for now. Only an intact, sealed receipt under its own name is recorded as
+        pruned in its chain head; anything else is deleted unrecorded, so the gap
+        a deleted genuine receipt left stays reported by :meth:`verify`.
+        """
         with self._locked():
             return self._prune_locked(rescan=True)
 
@@ -238,19 +272,30 @@ class ReceiptStore:
         entries = self._index
         cutoff = self.clock() - self.max_age
         excess = len(entries) - self.max_count
-        victims = [name for i, (mtime, name) in enumerate(entries) if mtime < cutoff or i < excess]
+        victims = [e for i, e in enumerate(entries) if e[0] < cutoff or i < excess]
         if not victims:
             return 0
-        gone = set(victims)
-        self._index = [e for e in entries if e[1] not in gone]
         chains: dict[str, dict[str, Any]] = {}
         doomed: list[Path] = []
-        for name in victims:
+        kept: set[str] = set()
+        for mtime, name in victims:
             path = self.dir / name
             try:
-                r = Receipt.model_validate_json(read_nofollow(path))
+                r = Receipt.model_validate_json(read_nofollow(path, self.max_file_bytes))
             except (OSError, ValidationError, ValueError):
                 doomed.append(path)  # unreadable: nothing to record, still bounded
+                continue
+            if not self.intact(r, name[: -len(".json")]):
+                # Edited, unsealed or moved (a forged stand-in): deleted to stay bounded, but
+                # its hash is no evidence, so the gap a deleted genuine receipt left stays visible.
+                doomed.append(path)
+                continue
+            if abs(mtime - r.ended_at) > _MTIME_SLACK:
+                # The mtime is not the sealed completion time we stamped (back-dated from
+                # outside): restore it and rescan, rather than retire a receipt early.
+                with contextlib.suppress(OSError):
+                    os.utime(path, (r.ended_at, r.ended_at), follow_symlinks=False)
+                kept.add(name)
                 continue
             chain = chains.get(r.owner_session_id) or self.heads.load(
                 r.owner_session_id, self._load, for_write=True
@@ -258,6 +303,8 @@ class ReceiptStore:
             chains[r.owner_session_id] = chain
             chain["pruned"][str(r.seq)] = r.sha256
             doomed.append(path)
+        gone = {name for _, name in victims} - kept
+        self._index = None if kept else [e for e in entries if e[1] not in gone]
         # Record what is pruned before deleting it: a crash in between is harmless.
         for chain in chains.values():
             self.heads.save(chain)
@@ -270,7 +317,7 @@ class ReceiptStore:
 
     def _load(self, process_id: str) -> Receipt:
         try:
-            data = read_nofollow(self.path(process_id))
+            data = read_nofollow(self.path(process_id), self.max_file_bytes)
         except (FileNotFoundError, UnsafePath):
             # A planted symlink or special file is no receipt (and its path is not news).
             raise NotFound(f"no receipt for process {process_id}") from None
@@ -284,10 +331,19 @@ class ReceiptStore:
         """The receipt of ``process_id`` if ``session_id`` may read it.
 
         Raises :class:`NotFound`, :class:`PermissionDenied` (not the owner nor
-        a continuation of it), or :class:`IntegrityError` when ``verified`` and
-        the receipt does not match its own hash.
+        a continuation of it), or :class:`IntegrityError` when the file is no
+        receipt at all (garbage: its owner is unknown, so this comes first) or,
+        when ``verified``, the receipt does not match its own hash or seal.
         """
-        receipt = self._load(process_id)
+        try:
+            receipt = self._load(process_id)
+        except (ValidationError, ValueError) as exc:
+            if isinstance(exc, ProcessTableError):
+                raise
+            # Not the parser's message: it quotes the file, which is not the caller's to see.
+            raise IntegrityError(
+                f"the receipt of {process_id} is unreadable: not a receipt (changed outside sbx)"
+            ) from None
         if not self.continuations.may_read(session_id, receipt.owner_session_id):
             raise PermissionDenied(f"session may not read the receipt of {process_id}")
         if verified and not self.intact(receipt, process_id):
@@ -314,11 +370,17 @@ class ReceiptStore:
                 yield name[: -len(".json")], None
 
     def list(self, session_id: str) -> list[Receipt]:
-        """Receipts ``session_id`` may read, oldest completion first."""
+        """Intact receipts ``session_id`` may read, oldest completion first.
+
+        Like :meth:`read`, only receipts that check on their own (hash, seal, file name):
+        a forged or edited one is left out, and :meth:`verify` reports it.
+        """
         readable = [
             r
-            for _, r in self.all_receipts()
-            if r is not None and self.continuations.may_read(session_id, r.owner_session_id)
+            for name, r in self.all_receipts()
+            if r is not None
+            and self.continuations.may_read(session_id, r.owner_session_id)
+            and self.intact(r, name)
         ]
         return sorted(readable, key=lambda r: (r.ended_at, r.seq))
 

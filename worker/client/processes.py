@@ -36,6 +36,7 @@ from worker.protocol.process_messages import (
     ReceiptOpMessage,
     VerifyReport,
 )
+from worker.protocol.receipt_homes import read_receipt_homes
 from worker.protocol.tasks import RECEIPT_OP_TASK
 
 if TYPE_CHECKING:
@@ -63,8 +64,6 @@ def parse_answer(raw: str, error: type[CallError] = ProcessError) -> dict[str, A
         message = value.get("description") or value.get("status")
         raise error(str(message), str(value["status"]), value)
     return value
-
-
 
 
 class ProcessClientMixin:
@@ -209,13 +208,51 @@ class ProcessClientMixin:
         )
         return Receipt.model_validate(value["receipt"])
 
+    def receipt_queues(self) -> tuple[list[str | None], list[str]]:
+        """``(queues, gone)``: a queue of each home keeping this session's receipts
+        (:mod:`worker.protocol.receipt_homes`; ``[None]``, the shared queue, when none is
+        known), and the workers of homes no running worker serves."""
+        try:
+            homes = read_receipt_homes(self.ledger.client, self.session_id)
+        except Exception:
+            return [None], []
+        queues: list[str | None] = []
+        gone: list[str] = []
+        for route in homes.values():
+            worker = route.get("worker")
+            if worker and not self.sender.leases.present(worker):
+                gone.append(worker)
+            else:
+                queues.append(route["queue"])
+        return (queues or [None]), gone
+
     def receipts(self) -> list[Receipt]:
-        """Every receipt this session may read, oldest first."""
-        return [Receipt.model_validate(r) for r in self.receipt_op("receipts_list")["receipts"]]
+        """Every receipt this session may read on every home that keeps some, oldest
+        first (a home no running worker serves cannot be read: ``verify`` says so)."""
+        found: dict[str, Receipt] = {}
+        for queue in self.receipt_queues()[0]:
+            for r in self.receipt_op("receipts_list", queue=queue)["receipts"]:
+                receipt = Receipt.model_validate(r)
+                found[receipt.process_id] = receipt
+        return sorted(found.values(), key=lambda r: (r.ended_at, r.seq))
 
     def verify_receipts(self) -> list[str]:
-        """Integrity problems in the receipts this session may read (empty: all intact)."""
-        return VerifyReport.model_validate(self.receipt_op("receipts_verify")).problems
+        """Integrity problems in the receipts this session may read, on every home that
+        keeps some (empty: all intact); a home no running worker serves is a problem."""
+        queues, gone = self.receipt_queues()
+        problems: list[str] = []
+        for queue in queues:
+            for problem in VerifyReport.model_validate(
+                self.receipt_op("receipts_verify", queue=queue)
+            ).problems:
+                if problem not in problems:
+                    problems.append(problem)
+        problems += [
+            f"{self.session_id}: the receipts kept by worker {w} were not checked "
+            "(no running worker serves its home)"
+            for w in gone
+        ]
+        return problems
 
     def prune_receipts(self) -> int:
         """Apply retention now; how many receipts were deleted."""

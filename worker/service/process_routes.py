@@ -20,6 +20,7 @@ import redis
 
 from process_registry.receipts import DEFAULT_MAX_AGE
 from worker.protocol.ledger import parse_route, receipt_route_key, route_key
+from worker.protocol.receipt_homes import receipt_homes_key
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +58,14 @@ class ProcessRoutes:
         worker_queue: str | None,
         worker_id: str,
         receipt_ttl_s: int,
+        home_id: str = "",
     ) -> None:
+        """``home_id``: this worker's home (:func:`~worker.protocol.receipt_homes.home_id`)."""
         self.client = client
         self.worker_queue = worker_queue
         self.worker_id = worker_id
         self.receipt_ttl_s = receipt_ttl_s
+        self.home_id = home_id
 
     def _where(self, session_id: str) -> str:
         return json.dumps(
@@ -91,6 +95,25 @@ class ProcessRoutes:
             pipe.srem(session_index_key(owner), process_id)
             if self.worker_queue is not None:
                 pipe.set(receipt_route_key(process_id), self._where(owner), ex=self.receipt_ttl_s)
+                self._serve_home(pipe, owner)
             pipe.execute()
         except redis.RedisError:
             log.warning("could not drop the route of %s", process_id, exc_info=True)
+
+    def serve_receipts_of(self, sessions: list[str]) -> None:
+        """At start-up: this worker now answers for the receipts its home keeps of
+        ``sessions`` (a worker restarted on the home has another queue)."""
+        if self.client is None or self.worker_queue is None or not self.home_id:
+            return
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for session in sessions:
+                self._serve_home(pipe, session)
+            pipe.execute()
+        except redis.RedisError:
+            log.warning("could not announce the receipts this home keeps", exc_info=True)
+
+    def _serve_home(self, pipe: Any, session_id: str) -> None:
+        if self.home_id:
+            pipe.hset(receipt_homes_key(session_id), self.home_id, self._where(session_id))
+            pipe.expire(receipt_homes_key(session_id), self.receipt_ttl_s)

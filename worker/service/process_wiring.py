@@ -49,6 +49,8 @@ def install_process_manager(
         service.table.on_started = shared.put
     runtime.components["processes"] = service
     runtime.pool.keep_alive = service.holds_running
+    # A restarted worker has a new queue: it answers for the receipts its home keeps now.
+    service.routes.serve_receipts_of(service.table.receipts.heads.sessions())
     return service
 
 

@@ -43,6 +43,7 @@ from process_registry.tokens.sealer import Sealer
 from registry.approval import CommandTooLong, PtyLineBuffer
 from registry.tools.process import ProcessArgs
 from worker.protocol.ledger import read_route
+from worker.protocol.receipt_homes import home_id
 from worker.service.boundary import error_fields
 from worker.service.fleet_processes import SharedCheckpoints, adopt_orphans
 from worker.service.forwarding import ProcessForwarder
@@ -88,7 +89,11 @@ class ProcessManager:
         self.shared: SharedCheckpoints | None = None
         """The fleet's shared checkpoints (set by ``process_wiring.install_process_manager``)."""
         self.routes = ProcessRoutes(
-            redis_client, worker_queue, worker_id, int(settings.receipt_max_age_days * 86400)
+            redis_client,
+            worker_queue,
+            worker_id,
+            int(settings.receipt_max_age_days * 86400),
+            home_id(settings.home),
         )
         self.forwarder: ProcessForwarder | None = None
         """Set by ``process_wiring.install_process_manager`` in a worker with its own queue."""
@@ -145,8 +150,7 @@ class ProcessManager:
         The pool keeps such sandboxes open past their idle lifetime.
         """
         return any(
-            p.backend == backend and p.status == "running"
-            for p in self.table.list(session_id)
+            p.backend == backend and p.status == "running" for p in self.table.list(session_id)
         )
 
     # -- terminal background: true ---------------------------------------------------------

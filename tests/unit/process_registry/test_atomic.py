@@ -84,6 +84,16 @@ def test_symlinked_file_is_neither_read_nor_written_through(tmp_path: Path) -> N
     assert not (d / "r.json").is_symlink()
 
 
+def test_a_file_over_the_limit_is_not_read(tmp_path: Path) -> None:
+    d = ensure_private_dir(tmp_path / "d")
+    with open(d / "big.json", "wb") as f:
+        os.truncate(f.fileno(), 1 << 34)  # sparse: would not fit in memory
+    with pytest.raises(UnsafePath):
+        read_nofollow(d / "big.json", limit=1 << 20)
+    atomic_write(d, "small.json", b"{}")
+    assert read_nofollow(d / "small.json", limit=2) == b"{}"
+
+
 @pytest.mark.parametrize("bad", ["", "../x", "a/b", "a.b", "x" * 65, "..", "a\x00"])
 def test_ids_cannot_traverse(bad: str) -> None:
     with pytest.raises(InvalidId):
