@@ -286,3 +286,16 @@ def test_unreachable_api_is_a_clear_error_within_the_deadline(
 def test_available_against_the_fake(fake_modal: FakeModal) -> None:
     ok, reason = availability(modal_config())
     assert ok and fake_modal.server_url.removeprefix("http://") in reason
+
+
+def test_a_file_larger_than_the_sdks_stdin_buffer_is_written_whole(
+    envs: list[ModalEnvironment], session: str
+) -> None:
+    """The SDK refuses more than 16 MiB between drains; uploads may be up to 64 MiB."""
+    from modal.io_streams import TASK_COMMAND_ROUTER_MAX_BUFFER_SIZE
+
+    env = make(envs, session)
+    data = bytes(range(256)) * (TASK_COMMAND_ROUTER_MAX_BUFFER_SIZE // 256 + 1) + b"end"
+    env.write_file("/tmp/big.bin", data)
+    assert env.exec("wc -c < /tmp/big.bin; tail -c 3 /tmp/big.bin").output == f"{len(data)}\nend"
+    assert env.read_file("/tmp/big.bin") == data
