@@ -120,6 +120,19 @@ def test_commands_have_a_pipe_and_no_terminal(envs: Any, session: str) -> None:
     ]
 
 
+def test_a_command_that_kills_the_session_shell_costs_the_next_command_nothing(
+    envs: Any, session: str
+) -> None:
+    """What the PTY's own shells print once the session shell is gone ("Killed", "logout")
+    is not taken for the next command's output: that command runs, on a new shell."""
+    env = envs(session)
+    env.exec("cd /tmp; export KEPT=yes")
+    killed = env.exec("kill -9 $$")
+    assert "Killed" not in killed.output, killed
+    after = env.exec('echo "$KEPT $PWD"')
+    assert (after.exit_code, after.output, after.shell_restarted) == (0, "yes /tmp\n", True)
+
+
 def test_restarted_worker_reattaches_to_the_same_sandbox(
     daytona_fake: FakeDaytona, envs: Any, session: str
 ) -> None:
