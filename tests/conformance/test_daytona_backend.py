@@ -203,6 +203,33 @@ def test_sandbox_deleted_behind_sbxs_back_is_recreated_and_the_call_says_so(
     assert env.exec("echo again").output == "again\n"
 
 
+def test_file_calls_start_or_recreate_a_sandbox_that_stopped_or_vanished(
+    daytona_fake: FakeDaytona, envs: Any, session: str
+) -> None:
+    """A file call is often the first after an idle auto-stop: it starts the sandbox and
+    answers, as a command would; the next command says what happened."""
+    env = envs(session)
+    env.exec("echo kept > /tmp/f")
+    log = env.spawn("echo logged", output_path="/tmp/p.out", status_path="/tmp/p.status")
+    ended = f"cat {log.status_path} 2>/dev/null"
+    wait_until(lambda: env.exec(ended).output == "0", 30, "the background process to end")
+    daytona_fake.stop(env.sandbox_id)
+    assert env.read_file("/tmp/f") == b"kept\n"
+    daytona_fake.stop(env.sandbox_id)
+    env.write_file("/tmp/g", b"new")
+    daytona_fake.stop(env.sandbox_id)
+    assert env.read_output(log.output_path, 0, 100).data == b"logged\n"
+    result = env.exec("cat /tmp/g")
+    assert "was stopped; it was started again" in result.output, result
+    assert result.output.endswith("new") and result.shell_restarted
+    old = env.sandbox_id
+    daytona_fake.delete(old)
+    with pytest.raises(FileNotFoundError):
+        env.read_file("/tmp/f")  # asked of the new sandbox, where it is not
+    assert env.sandbox_id != old
+    assert "was gone; a new one was created" in env.exec("true").output
+
+
 def test_touch_keeps_an_idle_sandbox_from_auto_stopping(
     daytona_fake: FakeDaytona, envs: Any, session: str
 ) -> None:
