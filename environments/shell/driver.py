@@ -184,6 +184,13 @@ class SessionShell:
                 # retry once (on a new shell).
                 if attempt == 2:
                     raise SandboxDead("the session shell died before it ran the command") from None
+            except WorkdirNotFound:
+                raise  # answered in full: the shell is where it was
+            except BaseException:
+                # The command's end was not seen (say, killing it failed): the shell may still
+                # run it, and the next command would queue behind it. A new shell takes that.
+                self.close()
+                raise
         raise AssertionError("unreachable")
 
     def _send(self, script: str, workdir: str | None) -> tuple[Channel, MarkerScanner]:

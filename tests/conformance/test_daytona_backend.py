@@ -120,6 +120,19 @@ def test_commands_have_a_pipe_and_no_terminal(envs: Any, session: str) -> None:
     ]
 
 
+def test_a_command_that_kills_the_session_shell_costs_the_next_command_nothing(
+    envs: Any, session: str
+) -> None:
+    """What the PTY's own shells print once the session shell is gone ("Killed", "logout")
+    is not taken for the next command's output: that command runs, on a new shell."""
+    env = envs(session)
+    env.exec("cd /tmp; export KEPT=yes")
+    killed = env.exec("kill -9 $$")
+    assert "Killed" not in killed.output, killed
+    after = env.exec('echo "$KEPT $PWD"')
+    assert (after.exit_code, after.output, after.shell_restarted) == (0, "yes /tmp\n", True)
+
+
 def test_restarted_worker_reattaches_to_the_same_sandbox(
     daytona_fake: FakeDaytona, envs: Any, session: str
 ) -> None:
@@ -188,6 +201,33 @@ def test_sandbox_deleted_behind_sbxs_back_is_recreated_and_the_call_says_so(
     assert result.output.endswith("back\n")
     assert env.sandbox_id != old
     assert env.exec("echo again").output == "again\n"
+
+
+def test_file_calls_start_or_recreate_a_sandbox_that_stopped_or_vanished(
+    daytona_fake: FakeDaytona, envs: Any, session: str
+) -> None:
+    """A file call is often the first after an idle auto-stop: it starts the sandbox and
+    answers, as a command would; the next command says what happened."""
+    env = envs(session)
+    env.exec("echo kept > /tmp/f")
+    log = env.spawn("echo logged", output_path="/tmp/p.out", status_path="/tmp/p.status")
+    ended = f"cat {log.status_path} 2>/dev/null"
+    wait_until(lambda: env.exec(ended).output == "0", 30, "the background process to end")
+    daytona_fake.stop(env.sandbox_id)
+    assert env.read_file("/tmp/f") == b"kept\n"
+    daytona_fake.stop(env.sandbox_id)
+    env.write_file("/tmp/g", b"new")
+    daytona_fake.stop(env.sandbox_id)
+    assert env.read_output(log.output_path, 0, 100).data == b"logged\n"
+    result = env.exec("cat /tmp/g")
+    assert "was stopped; it was started again" in result.output, result
+    assert result.output.endswith("new") and result.shell_restarted
+    old = env.sandbox_id
+    daytona_fake.delete(old)
+    with pytest.raises(FileNotFoundError):
+        env.read_file("/tmp/f")  # asked of the new sandbox, where it is not
+    assert env.sandbox_id != old
+    assert "was gone; a new one was created" in env.exec("true").output
 
 
 def test_touch_keeps_an_idle_sandbox_from_auto_stopping(

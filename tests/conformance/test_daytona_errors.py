@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from environments.conformance_tools import wait_in_sandbox
 from environments.errors import (
     AuthenticationFailed,
     CredentialsMissing,
@@ -191,3 +192,25 @@ def test_the_api_key_never_reaches_the_sandbox(daytona_fake: FakeDaytona, sessio
         env.close()
     recorded = repr(daytona_fake.creates) + repr(daytona_fake.pty_opens)
     assert daytona_fake.token not in recorded
+
+
+def test_a_timeout_the_service_fails_to_enforce_leaves_no_command_in_the_way(
+    daytona_fake: FakeDaytona, session: str
+) -> None:
+    """The toolbox failing while sbx kills a timed-out command is one clear error; the
+    next command runs at once on a new shell, and the runaway command is ended."""
+    env = DaytonaEnvironment(session, config=daytona_config(daytona_fake))
+    try:
+        env.exec("cd /tmp; export KEPT=yes")
+        daytona_fake.failing["/process/execute"] = 502
+        try:
+            with pytest.raises(SandboxError) as caught:
+                env.exec("trap '' TERM; sleep 4243", timeout=1)
+        finally:
+            daytona_fake.failing.clear()
+        _one_clear_line(caught.value)
+        after = env.exec('echo "$KEPT $PWD"', timeout=30)
+        assert (after.exit_code, after.output, after.shell_restarted) == (0, "yes /tmp\n", True)
+        assert wait_in_sandbox(env, '! pgrep -f "sleep 424[3]" >/dev/null')
+    finally:
+        env.close()

@@ -20,6 +20,7 @@ from environments.errors import (
     AuthenticationFailed,
     CredentialsMissing,
     QuotaExceeded,
+    SandboxDead,
     SandboxNotFound,
     ServiceUnreachable,
 )
@@ -286,3 +287,33 @@ def test_unreachable_api_is_a_clear_error_within_the_deadline(
 def test_available_against_the_fake(fake_modal: FakeModal) -> None:
     ok, reason = availability(modal_config())
     assert ok and fake_modal.server_url.removeprefix("http://") in reason
+
+
+def test_a_file_larger_than_the_sdks_stdin_buffer_is_written_whole(
+    envs: list[ModalEnvironment], session: str
+) -> None:
+    """The SDK refuses more than 16 MiB between drains; uploads may be up to 64 MiB."""
+    from modal.io_streams import TASK_COMMAND_ROUTER_MAX_BUFFER_SIZE
+
+    env = make(envs, session)
+    data = bytes(range(256)) * (TASK_COMMAND_ROUTER_MAX_BUFFER_SIZE // 256 + 1) + b"end"
+    env.write_file("/tmp/big.bin", data)
+    assert env.exec("wc -c < /tmp/big.bin; tail -c 3 /tmp/big.bin").output == f"{len(data)}\nend"
+    assert env.read_file("/tmp/big.bin") == data
+
+
+def test_a_file_call_on_an_ended_sandbox_is_one_clear_error_and_the_next_call_works(
+    fake_modal: FakeModal, envs: list[ModalEnvironment], session: str
+) -> None:
+    env = make(envs, session)
+    env.exec("echo old > /tmp/f")
+    old = env.sandbox_id
+    fake_modal.terminate_behind_the_back(old)
+    with pytest.raises(SandboxDead, match="has ended") as caught:
+        env.read_file("/tmp/f")
+    assert "\n" not in str(caught.value)
+    env.write_file("/tmp/g", b"new")
+    assert env.read_file("/tmp/g") == b"new" and env.sandbox_id != old
+    result = env.exec("cat /tmp/g")
+    assert result.shell_restarted and result.output.endswith("new"), result
+    assert "sandbox had ended" in result.output

@@ -24,6 +24,7 @@ from environments.errors import (  # noqa: E402
     BackendUnavailable,
     CredentialsMissing,
     QuotaExceeded,
+    SandboxDead,
     ServiceUnreachable,
 )
 
@@ -82,6 +83,24 @@ def test_a_destroyed_sandbox_is_recreated_and_the_call_says_so(fake_vercel: Any)
         result = env.exec("ls /vercel/sandbox; echo fresh")
         assert result.shell_restarted and result.output == VANISHED_NOTE + "fresh\n"
         assert len(fake_vercel.requests_to("POST", "/v3/sandboxes")) == 2
+    finally:
+        env.close()
+
+
+def test_a_file_call_on_a_destroyed_sandbox_is_one_clear_error_and_the_next_call_works(
+    fake_vercel: Any,
+) -> None:
+    env = VercelEnvironment("vc-files-gone", vercel_config(fake_vercel))
+    try:
+        env.exec("echo old > /tmp/f")
+        fake_vercel.destroy_behind_back(env.sandbox_id)
+        with pytest.raises(SandboxDead, match="is gone") as caught:
+            env.read_file("/tmp/f")
+        assert "\n" not in str(caught.value)
+        env.write_file("/tmp/g", b"new")
+        assert env.read_file("/tmp/g") == b"new"
+        result = env.exec("cat /tmp/g")
+        assert result.shell_restarted and result.output == VANISHED_NOTE + "new", result
     finally:
         env.close()
 

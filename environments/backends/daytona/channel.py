@@ -11,7 +11,11 @@ turns the terminal into a plain byte pipe and starts the session shell:
   a child of the PTY shell and dies with the PTY session); a command that opens
   ``/dev/tty`` (a password prompt) fails instead of reading the control stream;
 * ``2>&1 | cat``: commands write to a pipe, as in the docker backend (no pagers,
-  no colours), and ``cat`` copies it to the terminal.
+  no colours), and ``cat`` copies it to the terminal;
+* only the session shell writes to the terminal: the leader's and the PTY shell's own
+  stderr go to ``/dev/null``. When a command kills the session shell, what they would
+  print ("Killed", "logout") is not taken for the next command's output, so the stream
+  just ends and that command runs on a new shell.
 
 The session shell prints ``sbx-shell-pid <pid>`` first; everything before that
 line is the PTY shell's prompt and echo and is discarded.
@@ -41,10 +45,13 @@ def launch_line(shell: str) -> bytes:
     # control opens its stdin's terminal, which would make that terminal the controlling
     # one of a session it leads, and then every command's subshell (a background process
     # group) that reads its line from it would be stopped by SIGTTIN.
-    leader = shell_quote(f"sh -c {shell_quote(start_script(shell))}; exit")
+    # The session shell points its own stderr at the pipe; the leader's 2>/dev/null on it
+    # is where sh reports a session shell killed by a signal ("Killed").
+    session = shell_quote("exec 2>&1; " + start_script(shell))
+    leader = shell_quote(f"sh -c {session} 2>/dev/null; exit")
     return (
         " stty raw -echo 2>/dev/null; set +m; S=; command -v setsid >/dev/null 2>&1 && S=setsid;"
-        f" $S sh -c {leader} 2>&1 | cat; exit\n"
+        f" $S sh -c {leader} 2>/dev/null | cat; exec 2>/dev/null; exit\n"
     ).encode()
 
 

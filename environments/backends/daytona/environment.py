@@ -24,6 +24,7 @@ import contextlib
 import secrets
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from environments.backends.daytona import sdk
 from environments.backends.daytona.channel import PtyChannel, launch_line
@@ -31,7 +32,7 @@ from environments.backends.daytona.config import DaytonaConfig
 from environments.backends.naming import sandbox_name, worker_label
 from environments.base import OUTPUT_ALIGN, ExecResult
 from environments.config import BackendConfig, config_of
-from environments.errors import SandboxDead, SandboxError, SandboxNotFound
+from environments.errors import BackendUnavailable, SandboxDead, SandboxError, SandboxNotFound
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import SandboxShellEnvironment
@@ -43,6 +44,7 @@ _RESTARTED_NOTE = (
     "[sbx: the session's Daytona sandbox was {state}; it was started again. "
     "Files are kept; processes from before are gone.]\n"
 )
+T = TypeVar("T")
 HELPER_TIMEOUT = 120
 # Moves an uploaded file into place: atomic rename in the target's directory, which must exist.
 PLACE_FILE = r"""
@@ -219,24 +221,45 @@ class DaytonaEnvironment(HelperPtyOps, SandboxShellEnvironment):
 
     # -- files -----------------------------------------------------------------------
 
+    def _checked_once(self, operation: Callable[[], T]) -> T:
+        """``operation`` on the session's sandbox. When it fails in a way that may mean the
+        sandbox no longer runs (auto-stopped or archived while idle, deleted behind sbx's
+        back), the sandbox is checked -- started, or recreated, as a command would find it;
+        the next command says so -- and ``operation`` runs once more. A service that does
+        not answer, or refuses the credentials, is raised at once."""
+        try:
+            return operation()
+        except BackendUnavailable:
+            raise
+        except SandboxError as first:
+            try:
+                self._ensure(verify=True)
+            except SandboxError:
+                raise first from None
+            return operation()
+
     def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
-        data = self._client.download(self._ensure(verify=False), path)
+        data = self._checked_once(lambda: self._client.download(self._ensure(verify=False), path))
         return data[offset:] if limit is None else data[offset : offset + limit]
 
     def write_file(self, path: str, data: bytes) -> None:
-        staged = f"/tmp/.sbx-upload-{secrets.token_hex(8)}"
-        self._client.upload(self._ensure(verify=False), data, staged)
-        code, _ = self._helper(PLACE_FILE, [path, staged])
+        code = self._checked_once(lambda: self._upload(path, data))
         if code in scripts.FILE_ERRORS:
             raise scripts.FILE_ERRORS[code](f"{path} (in {self.where})")
         if code != 0:
             raise SandboxError(f"writing {path} failed with status {code}")
 
+    def _upload(self, path: str, data: bytes) -> int:
+        """Upload ``data`` beside ``path`` and move it into place: the helper's status."""
+        staged = f"/tmp/.sbx-upload-{secrets.token_hex(8)}"
+        self._client.upload(self._ensure(verify=False), data, staged)
+        return self._helper(PLACE_FILE, [path, staged])[0]
+
     def _read_output_once(
         self, path: str, offset: int, limit: int, cap: int
     ) -> tuple[bytes, int, int]:
         args = [path, str(offset), str(limit), str(cap), str(OUTPUT_ALIGN)]
-        code, out = self._helper_bytes(scripts.READ_OUTPUT, args)
+        code, out = self._checked_once(lambda: self._helper_bytes(scripts.READ_OUTPUT, args))
         if code in scripts.FILE_ERRORS:
             raise scripts.FILE_ERRORS[code](f"{path} (in {self.where})")
         data, sep, trailer = out.rpartition(b"\nsbx-window ")

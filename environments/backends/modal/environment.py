@@ -184,7 +184,12 @@ class ModalEnvironment(HelperPtyOps, SandboxShellEnvironment):
                 "running a helper command",
             )
         except SandboxNotFound as exc:
-            raise SandboxDead(f"{self.where} is gone") from exc
+            # Forgotten, so that the next call finds it ended and makes a new one (the
+            # next command says so) instead of asking the ended one again and again.
+            self._forget(sandbox)
+            raise SandboxDead(
+                f"{self.where} has ended (nothing was done); the next call starts a new one"
+            ) from exc
 
     def _open(self) -> ModalExecChannel:
         sandbox = self._ensure(verify=True)

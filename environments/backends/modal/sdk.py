@@ -308,12 +308,21 @@ def exec_router(process: Process) -> tuple[Any, str, str]:
     return raw._command_router_client, raw._task_id, raw._process_id
 
 
+_STDIN_CHUNK = 1 << 20
+"""Bytes buffered per ``drain``: the SDK's writer refuses more than 16 MiB between drains
+(``BufferError``), and each drain is one RPC, kept well under gRPC's message limits."""
+
+
 async def write_stdin(process: Process, data: bytes, *, eof: bool = False) -> None:
-    if data:
-        process.stdin.write(data)
+    """Write all of ``data`` (any size) to the exec's stdin, in order; then EOF if asked."""
+    view = memoryview(data)
+    for start in range(0, len(view), _STDIN_CHUNK):
+        process.stdin.write(view[start : start + _STDIN_CHUNK])
+        await process.stdin.drain.aio()
     if eof:
         process.stdin.write_eof()
-    await process.stdin.drain.aio()
+    if eof or not data:
+        await process.stdin.drain.aio()
 
 
 async def wait(process: Process) -> int:

@@ -24,7 +24,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from environments.base import ExecResult
 from environments.config import BackendConfig, config_of
@@ -165,22 +165,34 @@ class VercelEnvironment(HelperPtyOps, ShellEnvironment):
                 return code, bytes.fromhex(hexed.decode("ascii", "replace").replace("\n", " "))
             except ValueError as exc:
                 raise SandboxError(f"unreadable helper output from {self.where}") from exc
-        try:
+        with self._gone_is_forgotten():
             code, out = self.api.run(self._live(), "sh", ["-c", script, "sbx", *args], stdin)
+        return code, out.encode("utf-8", "surrogateescape")
+
+    @contextlib.contextmanager
+    def _gone_is_forgotten(self) -> Iterator[None]:
+        """A sandbox destroyed behind sbx's back is one :class:`SandboxDead`, and forgotten:
+        the next call creates a new one (and the next command says so) instead of asking
+        the destroyed one again and again."""
+        try:
+            yield
         except SandboxNotFound as exc:
             self._sandbox = None
-            raise SandboxDead(f"{self.where} is gone") from exc
-        return code, out.encode("utf-8", "surrogateescape")
+            raise SandboxDead(
+                f"{self.where} is gone (nothing was done); the next call creates a new one"
+            ) from exc
 
     def _kill_group(self, pgid: int, signum: int) -> None:
         scripts.kill_tree(self._helper, self._killed, pgid, signum)
 
     def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
-        data = self.api.read(self._live(), path)
+        with self._gone_is_forgotten():
+            data = self.api.read(self._live(), path)
         return data[offset:] if limit is None else data[offset : offset + limit]
 
     def write_file(self, path: str, data: bytes) -> None:
-        self.api.write(self._live(), path, data)
+        with self._gone_is_forgotten():
+            self.api.write(self._live(), path, data)
 
     # -- the contract ------------------------------------------------------------
 

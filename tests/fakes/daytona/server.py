@@ -46,6 +46,8 @@ class FakeDaytona:
         self.sessions: dict[str, dict[str, toolbox.Session]] = {}
         self.ptys: dict[str, dict[str, pty.PtySession]] = {}
         self._create_errors: list[tuple[ApiError, bool]] = []
+        self.failing: dict[str, int] = {}
+        """Requests whose path ends with a key are answered with its status (5xx: an outage)."""
         self._pool = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="fake-daytona")
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -94,6 +96,9 @@ class FakeDaytona:
         self.requests.append((request.method, request.path))
         if request.headers.get("Authorization") != f"Bearer {self.token}":
             return api.error_response(request, ApiError(401, "Invalid credentials"))
+        for suffix, status in list(self.failing.items()):
+            if request.path.endswith(suffix):
+                return api.error_response(request, ApiError(status, "injected failure"))
         try:
             return await handler(request)
         except ApiError as error:
