@@ -79,37 +79,40 @@ class Jail:
         argv += ["--bind", str(self.root / "tmp"), "/tmp"]
         argv += ["--tmpfs", "/home", "--bind", str(self.root / "home"), HOME]
         read_fd, write_fd = os.pipe()
+        # The command says "ready" once it runs: bwrap reports its pid before the sandbox's
+        # file system and working directory are in place, and a process entering earlier
+        # lands in a half-built root (or a working directory that is not there yet).
         argv += ["--info-fd", str(write_fd), "--", "/bin/sh", "-c"]
-        argv.append("trap 'exit 0' TERM; while :; do sleep 3600; done")
+        argv.append("echo ready; exec >/dev/null; trap 'exit 0' TERM; while :; do sleep 3600; done")
         log = self.root / "bwrap.log"
         with open(log, "wb") as err:
             proc = subprocess.Popen(
                 argv,
                 pass_fds=(write_fd,),
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
                 stderr=err,
+                cwd="/",
                 start_new_session=True,
             )
         os.close(write_fd)
         with os.fdopen(read_fd) as info:
             text = info.read()
+        assert proc.stdout is not None
+        ready = proc.stdout.readline()
+        proc.stdout.close()
         try:
             self.init_pid = int(json.loads(text)["child-pid"])
+            if ready != b"ready\n":
+                raise ValueError("the sandbox's command did not start")
         except (ValueError, KeyError):
+            self.init_pid = 0
+            proc.kill()
             proc.wait(timeout=10)
             raise RuntimeError(f"bwrap did not start: {log.read_text(errors='replace')}") from None
         self.bwrap_pid = proc.pid
         # Reap bwrap when it ends so no zombie is left in the fake's process.
         threading.Thread(target=proc.wait, daemon=True, name="fake-daytona-reaper").start()
-        # bwrap reports the child before it has built the sandbox's file system; entering
-        # it then would land in a half-built root.
-        deadline = time.monotonic() + 60
-        while not Path(f"/proc/{self.init_pid}/root{HOME}").is_dir():
-            if time.monotonic() > deadline or not _alive(self.init_pid):
-                self.stop()
-                raise RuntimeError(f"bwrap did not set up the sandbox: {log.read_text()}")
-            time.sleep(0.002)
 
     def stop(self) -> None:
         """Kill every process of the sandbox and wait until the namespace is gone."""
