@@ -92,10 +92,13 @@ def test_input_to_a_shell_without_a_line_editor_is_judged_as_it_receives_it(
     started = call(client, "terminal", {"command": "exec dash", "workdir": str(tmp_path),
                                         "background": True, "pty": True})  # fmt: skip
     pid = started["process_id"]
-    refused = _type(client, pid, "rm -rf victim \x01#\n")
-    assert refused["status"] == "approval_required", refused
-    _settled(client, pid, "after")
-    assert (tmp_path / "victim" / "sub").exists()
+    try:
+        refused = _type(client, pid, "rm -rf victim \x01#\n")
+        assert refused["status"] == "approval_required", refused
+        _settled(client, pid, "after")
+        assert (tmp_path / "victim" / "sub").exists()
+    finally:
+        client.kill(pid)  # a background shell outlives the worker: end it with the test
 
 
 def test_a_pty_shell_whose_keys_were_rebound_is_not_trusted(
@@ -108,15 +111,18 @@ def test_a_pty_shell_whose_keys_were_rebound_is_not_trusted(
                                         "workdir": str(tmp_path), "background": True,
                                         "pty": True})  # fmt: skip
     pid = started["process_id"]
-    _settled(client, pid, "ready")
-    bind = 'bind \'"\\C-a": "rm -rf victim\\n"\'\n'
-    refused = _type(client, pid, bind)
-    assert refused["status"] == "approval_required", refused
-    assert "line editor" in refused["description"]
-    assert client.approve(refused["approval_id"], "once").status == "approved"
-    assert _type(client, pid, bind)["status"] == "running"  # approved: typed
-    # From now on every write asks, whatever it looks like: one key may run a command
-    # (refused, nothing was typed).
-    for keys in ("\x01", " ", "true\n"):
-        assert _type(client, pid, keys)["status"] == "approval_required", repr(keys)
-    assert (tmp_path / "victim" / "sub").exists()
+    try:
+        _settled(client, pid, "ready")
+        bind = 'bind \'"\\C-a": "rm -rf victim\\n"\'\n'
+        refused = _type(client, pid, bind)
+        assert refused["status"] == "approval_required", refused
+        assert "line editor" in refused["description"]
+        assert client.approve(refused["approval_id"], "once").status == "approved"
+        assert _type(client, pid, bind)["status"] == "running"  # approved: typed
+        # From now on every write asks, whatever it looks like: one key may run a command
+        # (refused, nothing was typed).
+        for keys in ("\x01", " ", "true\n"):
+            assert _type(client, pid, keys)["status"] == "approval_required", repr(keys)
+        assert (tmp_path / "victim" / "sub").exists()
+    finally:
+        client.kill(pid)
