@@ -21,7 +21,6 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -41,13 +40,10 @@ from pydantic_settings import (
 )
 from pydantic_settings import SettingsError as SettingsSourceError
 
-from environments.errors import Invalid
+from worker.config_document import SettingsError as SettingsError
+from worker.config_document import check_known_keys, read_config_document
 
 log = logging.getLogger(__name__)
-
-
-class SettingsError(Invalid):
-    """The configuration (``SBX_*`` or config.yaml) is invalid; one line, values never shown."""
 
 
 def default_home() -> Path:
@@ -56,21 +52,15 @@ def default_home() -> Path:
 
 
 class _YamlFileSource(InitSettingsSource):
-    """Settings from ``$SBX_HOME/config.yaml``; a missing file contributes nothing."""
+    """Settings from ``$SBX_HOME/config.yaml``; a missing file contributes nothing, one
+    that cannot be used (unreadable, not YAML, an unknown key) is a :class:`SettingsError`."""
 
     def __init__(self, settings_cls: type[BaseSettings]) -> None:
         path = default_home() / "config.yaml"
         data: dict[str, Any] = {}
-        if path.is_file():
-            try:
-                loaded = yaml.safe_load(path.read_text()) or {}
-            except yaml.YAMLError as exc:
-                # Say where, never what: the offending text may be a secret.
-                mark = getattr(exc, "problem_mark", None)
-                where = f" (line {mark.line + 1})" if mark is not None else ""
-                raise SettingsError(f"{path} is not valid YAML{where}") from None
-            if not isinstance(loaded, dict):
-                raise SettingsError(f"{path} must hold a mapping of settings")
+        loaded = read_config_document(path)
+        if loaded:
+            check_known_keys(path, loaded, settings_cls.model_fields)
             secrets_ = {"secret_key", "approver_token", "session_token", "child_session_token",
                         "mcp_servers"}  # fmt: skip
             if path.stat().st_mode & 0o077 and (secrets_ & loaded.keys()):

@@ -1,0 +1,51 @@
+"""A wrong setting stops the ``sbx`` CLI with one line naming it and exit status 2.
+
+Each case is one ``sbx`` subprocess (about a second each) and starts no broker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures_workers import sbx
+from worker.errors import EXIT_USAGE
+
+
+def one_line_error(result: object) -> str:
+    """The stderr of a CLI run that must have failed with exit 2 and one line."""
+    assert getattr(result, "returncode", None) == EXIT_USAGE, result
+    stderr: str = getattr(result, "stderr", "")
+    assert "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("sbx: "), stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        # A typo'd setting silently ignored would leave its default in force.
+        (
+            b"brokr_url: redis://127.0.0.1:1/0\n",
+            "unknown key 'brokr_url' (did you mean 'broker_url'?)",
+        ),
+        (b"locla: {isolation: none}\n", "unknown key 'locla' (did you mean 'local'?)"),
+        (b"local: 5\n", "'local' must be a mapping"),
+        (b"backend: \xff\xfe\n", "is not UTF-8 text"),
+    ],
+    ids=["setting-typo", "backend-typo", "backend-not-mapping", "not-utf8"],
+)
+def test_a_config_yaml_that_cannot_be_used_is_one_line_and_exit_2(
+    sbx_home: Path, content: bytes, expected: str
+) -> None:
+    (sbx_home / "config.yaml").write_bytes(content)
+    line = one_line_error(sbx(sbx_home, "doctor", "--json"))
+    assert str(sbx_home / "config.yaml") in line and expected in line
+
+
+def test_a_config_yaml_that_is_a_directory_is_not_ignored(sbx_home: Path) -> None:
+    (sbx_home / "config.yaml").mkdir()
+    line = one_line_error(sbx(sbx_home, "doctor"))
+    assert "config.yaml is not a regular file" in line
