@@ -294,6 +294,15 @@ class Settings(BaseSettings):
 
         return validate_cap(value)
 
+    @field_validator("broker_url", mode="after")
+    @classmethod
+    def _check_broker_url(cls, value: str | None) -> str | None:
+        from worker.broker.connection import check_broker_url
+
+        if value:
+            check_broker_url(value)
+        return value
+
     @field_validator("metrics_addr", mode="after")
     @classmethod
     def _check_metrics_addr(cls, value: str | None) -> str | None:

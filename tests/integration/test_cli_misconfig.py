@@ -49,3 +49,20 @@ def test_a_config_yaml_that_is_a_directory_is_not_ignored(sbx_home: Path) -> Non
     (sbx_home / "config.yaml").mkdir()
     line = one_line_error(sbx(sbx_home, "doctor"))
     assert "config.yaml is not a regular file" in line
+
+
+@pytest.mark.parametrize(
+    ("command", "url", "scheme"),
+    [
+        # kombu: "KeyError: No such transport: foo" (exit 1), naming no setting
+        (("exec", "--", "true"), "foo://127.0.0.1:1", "not foo"),
+        # without a scheme kombu takes an AMQP host, retried forever by a worker
+        (("doctor",), "127.0.0.1:1", "not (no scheme)"),
+    ],
+    ids=["exec-unknown-scheme", "doctor-no-scheme"],
+)
+def test_a_broker_url_that_is_neither_redis_nor_amqp_is_refused(
+    sbx_home: Path, command: tuple[str, ...], url: str, scheme: str
+) -> None:
+    line = one_line_error(sbx(sbx_home, *command, SBX_BROKER_URL=url))
+    assert "broker_url" in line and "must be a Redis or AMQP URL" in line and scheme in line

@@ -28,13 +28,20 @@ from celery.app.amqp import AMQP, Queues
 from kombu.entity import Queue
 
 from worker.broker import redis_transport
-from worker.broker.connection import is_amqp_url, is_redis_url
+from worker.broker.connection import check_broker_url, is_amqp_url, is_redis_url
 from worker.protocol.tasks import own_queue_prefix
-from worker.settings import Settings
+from worker.settings import Settings, SettingsError
 
 
 def create_app(broker_url: str, settings: Settings) -> Celery:
-    """A Celery app talking to ``broker_url`` (no result backend: see the module doc)."""
+    """A Celery app talking to ``broker_url`` (no result backend: see the module doc).
+
+    Raises :class:`SettingsError` when ``broker_url`` is neither Redis nor AMQP (kombu
+    would take a URL without a scheme for an AMQP host and retry it forever)."""
+    try:
+        check_broker_url(broker_url)
+    except ValueError as exc:
+        raise SettingsError(f"SBX_BROKER_URL (or --broker) {exc}") from None
     amqp = is_amqp_url(broker_url)
     redis_broker = is_redis_url(broker_url)
     app = Celery(

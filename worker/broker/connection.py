@@ -84,6 +84,17 @@ def check_ledger_url(url: str) -> None:
         )
 
 
+def check_broker_url(url: str) -> None:
+    """``ValueError`` unless ``url`` names a Redis or AMQP broker; it says the scheme,
+    never the URL (it may hold a password)."""
+    if not (is_redis_url(url) or is_amqp_url(url)):
+        scheme = url_scheme(url) or "(no scheme)"
+        raise ValueError(
+            "must be a Redis or AMQP URL (redis://, rediss://, redis+socket://, amqp:// or "
+            f"amqps://), not {scheme}"
+        )
+
+
 def _embedded_url(settings: Settings, start: bool) -> str:
     broker = EmbeddedBroker(settings.home, settings.embedded_redis_server)
     if start:
