@@ -66,3 +66,21 @@ def test_a_broker_url_that_is_neither_redis_nor_amqp_is_refused(
 ) -> None:
     line = one_line_error(sbx(sbx_home, *command, SBX_BROKER_URL=url))
     assert "broker_url" in line and "must be a Redis or AMQP URL" in line and scheme in line
+
+
+@pytest.mark.parametrize(
+    ("command", "setting", "value"),
+    [
+        # the worker started, said "ready", and failed each call that used the backend
+        (("worker",), "SBX_BACKEND", "nosuch"),
+        (("worker",), "SBX_ALLOWED_BACKENDS", "local,dokcer"),
+        (("doctor",), "SBX_BACKEND", "nosuch"),
+    ],
+    ids=["worker-backend", "worker-allowed", "doctor-backend"],
+)
+def test_an_unknown_backend_name_stops_the_worker_before_it_starts(
+    sbx_home: Path, command: tuple[str, ...], setting: str, value: str
+) -> None:
+    line = one_line_error(sbx(sbx_home, *command, **{setting: value}))
+    assert f"{setting}: unknown backend" in line and "known: " in line
+    assert not (sbx_home / "broker").exists()  # nothing was started

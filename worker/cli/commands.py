@@ -40,13 +40,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from celery.signals import worker_ready
 
     from worker.broker.embedded import stopped_on_abort
-    from worker.service.backends import isolation_notice
+    from worker.service.backends import check_backend_names, isolation_notice
     from worker.service.runner import run_worker
 
     if args.json:  # JSON log lines: the same switch as SBX_LOG_FORMAT=json
         os.environ["SBX_LOG_FORMAT"] = "json"
         get_settings.cache_clear()
     settings = get_settings()
+    check_backend_names(settings)  # before anything starts
     queues = args.queues.split(",") if args.queues else None
     notice = isolation_notice(settings)
     if notice is not None:
@@ -234,9 +235,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     """Backends, broker, ledger and configured MCP servers (from the snapshot: never connects)."""
     from worker.broker.connection import display_url, resolve_ledger_url, url_scheme
     from worker.broker.embedded import EmbeddedBroker
+    from worker.service.backends import check_backend_names
     from worker.service.mcp import open_offline_catalog
 
     settings = get_settings()
+    check_backend_names(settings)  # like any invalid setting: one line, exit 2
     backends, configs = _backend_report(settings)
     embedded = EmbeddedBroker(settings.home, settings.embedded_redis_server)
 
@@ -332,8 +335,11 @@ def add_core_commands(sub: Any) -> None:
     p.add_argument("--concurrency", type=int, help="threads running calls")
     p.add_argument("--loglevel", default="INFO")
     p.add_argument("--json", action="store_true", help="log lines as JSON (SBX_LOG_FORMAT=json)")
-    p.add_argument("--events", action="store_true",
-                   help="send Celery task events (Flower, celery-exporter); also SBX_EVENTS")
+    p.add_argument(
+        "--events",
+        action="store_true",
+        help="send Celery task events (Flower, celery-exporter); also SBX_EVENTS",
+    )
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("exec", help="run one foreground command through the worker")

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from environments.config import BackendConfig, WorkerContext
 from environments.errors import Denied
-from environments.registry import ALIASES, backend_class, canonical_name
+from environments.registry import ALIASES, backend_class, backend_names, canonical_name
 from process_registry.runtime_dir import runtime_dir
 from worker.settings import Settings, SettingsError, env_value_for, problems_of
 
@@ -39,6 +39,20 @@ def check_backend_allowed(settings: Settings, backend: str) -> None:
             f"backend {backend!r} is not allowed on this worker (SBX_ALLOWED_BACKENDS); "
             "nothing was run"
         )
+
+
+def check_backend_names(settings: Settings) -> None:
+    """:class:`SettingsError` when ``SBX_BACKEND`` or a name in ``SBX_ALLOWED_BACKENDS``
+    is no backend of this installation: a worker would start and look healthy, then
+    fail every call that uses it."""
+    known = backend_names(with_aliases=True)
+    named = [("SBX_BACKEND", settings.backend)]
+    named += [("SBX_ALLOWED_BACKENDS", name) for name in settings.allowed_backends or ()]
+    for setting, name in named:
+        if name not in known:
+            raise SettingsError(
+                f"{setting}: unknown backend {name!r}; known: {', '.join(backend_names())}"
+            )
 
 
 def _socket_dirs(settings: Settings) -> list[str]:
