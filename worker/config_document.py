@@ -50,18 +50,28 @@ def read_config_document(path: Path) -> dict[str, Any]:
 
 
 def check_known_keys(path: Path, loaded: dict[str, Any], settings: Collection[str]) -> None:
-    """:class:`SettingsError` for the first top-level key of ``loaded`` that is neither
-    one of ``settings`` nor a backend's name (whose settings it would hold)."""
-    from environments.registry import backend_names
+    """:class:`SettingsError` for the first top-level key of ``loaded`` that is not one of
+    ``settings`` and does not hold a mapping (a backend's settings, whose names only the
+    worker side knows: :func:`unknown_backend_sections` there)."""
+    for key, value in loaded.items():
+        if isinstance(key, str) and (key in settings or isinstance(value, dict)):
+            continue
+        close = difflib.get_close_matches(str(key), sorted(settings), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise SettingsError(
+            f"{path}: unknown key {str(key)!r}{hint}: config.yaml takes the settings "
+            "of docs/configuration.md and mappings named after backends"
+        )
 
-    known = set(settings) | set(backend_names(with_aliases=True))
-    for key in loaded:
-        if not isinstance(key, str) or key not in known:
-            close = difflib.get_close_matches(str(key), sorted(known), n=1)
+
+def unknown_backend_sections(path: Path, sections: Collection[str], known: Collection[str]
+                             ) -> None:  # fmt: skip
+    """:class:`SettingsError` for the first of config.yaml's backend ``sections`` (its
+    top-level mappings that name no setting) that names none of the ``known`` backends."""
+    for key in sections:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise SettingsError(
-                f"{path}: unknown key {str(key)!r}{hint}: config.yaml takes the settings "
-                "of docs/configuration.md and mappings named after backends"
+                f"{path}: unknown key {key!r}{hint}: neither a setting nor a backend's name"
             )
-        if key not in settings and not isinstance(loaded[key], dict):
-            raise SettingsError(f"{path}: {key!r} must be a mapping of that backend's settings")

@@ -32,7 +32,7 @@ def one_line_error(result: object) -> str:
             "unknown key 'brokr_url' (did you mean 'broker_url'?)",
         ),
         (b"locla: {isolation: none}\n", "unknown key 'locla' (did you mean 'local'?)"),
-        (b"local: 5\n", "'local' must be a mapping"),
+        (b"local: 5\n", "unknown key 'local'"),
         (b"backend: \xff\xfe\n", "is not UTF-8 text"),
     ],
     ids=["setting-typo", "backend-typo", "backend-not-mapping", "not-utf8"],

@@ -20,7 +20,8 @@ from environments.config import BackendConfig, WorkerContext
 from environments.errors import Denied
 from environments.registry import ALIASES, backend_class, backend_names, canonical_name
 from process_registry.runtime_dir import runtime_dir
-from worker.settings import Settings, SettingsError, env_value_for, problems_of
+from worker.config_document import read_config_document, unknown_backend_sections
+from worker.settings import Settings, SettingsError, default_home, env_value_for, problems_of
 
 
 class BackendNotAllowed(Denied):
@@ -53,6 +54,16 @@ def check_backend_names(settings: Settings) -> None:
             raise SettingsError(
                 f"{setting}: unknown backend {name!r}; known: {', '.join(backend_names())}"
             )
+    # config.yaml's mappings that name no setting are backends' settings: a typo'd name
+    # would leave that backend's defaults in force.
+    path = default_home() / "config.yaml"
+    loaded = read_config_document(path)
+    sections = [
+        k for k, v in loaded.items() if k not in Settings.model_fields and isinstance(v, dict)
+    ]
+    if isinstance(loaded.get("backends"), dict):
+        sections += [str(k) for k in loaded["backends"]]
+    unknown_backend_sections(path, sections, known)
 
 
 def _socket_dirs(settings: Settings) -> list[str]:
