@@ -297,7 +297,7 @@ class Settings(BaseSettings):
     @field_validator("broker_url", mode="after")
     @classmethod
     def _check_broker_url(cls, value: str | None) -> str | None:
-        from worker.broker.connection import check_broker_url
+        from worker.broker.urls import check_broker_url
 
         if value:
             check_broker_url(value)

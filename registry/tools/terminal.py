@@ -93,6 +93,22 @@ def _session_state(ctx: ToolContext) -> ShellState | None:
     return env.session_state() if env is not None else None
 
 
+def _directory_state(ctx: ToolContext) -> ShellState | None:
+    """The session's state, its sandbox started when there is none yet: a command is
+    judged and approved in its directory, and a session's first command would otherwise
+    be approved without one and asked again once the sandbox exists (None: the sandbox
+    cannot start; the call itself will say why)."""
+    try:
+        with ctx.pool.use(ctx.session_id, ctx.backend) as env:
+            state = env.session_state()
+            if state is None:
+                env.exec(":", timeout=min(30.0, max(1.0, ctx.remaining() - 1.0)))  # start it
+                state = env.session_state()
+            return state
+    except Exception:  # judged without a directory; running it reports the failure
+        return None
+
+
 def approval_refusal(
     command: str, ctx: ToolContext, *, workdir: str | None = None
 ) -> dict[str, Any] | None:
@@ -103,7 +119,7 @@ def approval_refusal(
     guard = ctx.components.get("approval")
     if guard is None:
         return None
-    state = _session_state(ctx)
+    state = _directory_state(ctx)
     cwd = run_directory(state.cwd if state is not None else None, workdir)
     env = dict(state.env) if state is not None else None
     try:

@@ -48,7 +48,9 @@ def test_sbx_home_inside_the_workspace_can_be_neither_read_nor_moved(
     start_worker: Any, sbx_home: Path, workspace: Path
 ) -> None:
     require_jail()
-    start_worker(None, SBX_LOCAL_BINDS="[]", SBX_LOCAL_CWD=str(workspace))
+    # The approval policy asks before a command touches SBX_HOME (state/.sbx here); off,
+    # only the jail stands between the command and the worker's state.
+    start_worker(None, SBX_LOCAL_BINDS="[]", SBX_LOCAL_CWD=str(workspace), SBX_APPROVAL_MODE="off")
     key = (sbx_home / "secret.key").read_text().strip()
     with SandboxClient(session_id="mover", settings=settings_for(sbx_home, None)) as c:
         out = run(c, "cat state/.sbx/secret.key; mv state moved && echo MOVED; "

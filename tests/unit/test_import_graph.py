@@ -125,6 +125,7 @@ CLIENT_MAY_LOAD = (
     "environments.errors",  # their root
     "process_registry.tokens.formats",  # what session ids and tokens look like (a leaf)
     "process_registry.tokens.primitives",  # the MACs messages and answers carry (a leaf)
+    "process_registry.private_dirs",  # owner-only directories for what it keeps (a leaf)
 )
 """What ``import worker.client`` may load. The settings and their readers (YAML,
 environment), the transport (``worker.broker``, Celery) and key handling

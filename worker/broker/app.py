@@ -28,7 +28,7 @@ from celery.app.amqp import AMQP, Queues
 from kombu.entity import Queue
 
 from worker.broker import redis_transport
-from worker.broker.connection import check_broker_url, is_amqp_url, is_redis_url
+from worker.broker.urls import check_broker_url, is_amqp_url, is_redis_url
 from worker.protocol.tasks import own_queue_prefix
 from worker.settings import Settings, SettingsError
 

@@ -233,8 +233,9 @@ def _json_object(text: str, option: str) -> dict[str, Any]:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Backends, broker, ledger and configured MCP servers (from the snapshot: never connects)."""
-    from worker.broker.connection import display_url, resolve_ledger_url, url_scheme
+    from worker.broker.connection import display_url, resolve_ledger_url
     from worker.broker.embedded import EmbeddedBroker
+    from worker.broker.urls import url_scheme
     from worker.service.backends import check_backend_names
     from worker.service.mcp import open_offline_catalog
 

@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from process_registry.atomic import atomic_write, ensure_private_dir
 from worker.broker.app import worker_queue
-from worker.broker.connection import is_amqp_url
+from worker.broker.urls import is_amqp_url
 from worker.protocol.ledger import CallLedger
 from worker.protocol.tasks import SENT_AT_HEADER, own_queue_name
 

@@ -16,7 +16,8 @@ from registry.approval import ApprovalGuard
 from registry.plugins import load_plugins_once
 from worker.broker import message_log
 from worker.broker.app import create_app, worker_queue
-from worker.broker.connection import display_url, is_amqp_url, resolve_broker_url
+from worker.broker.connection import display_url, resolve_broker_url
+from worker.broker.urls import is_amqp_url
 from worker.protocol.tasks import own_queue_name
 from worker.service import approval_policy
 from worker.service.log_format import install_log_format
