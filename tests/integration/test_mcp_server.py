@@ -206,6 +206,24 @@ async def test_cancelling_the_request_kills_the_command(
     assert after["output"] == "alive\n"
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_malformed_timeout_is_a_tool_error(
+    sbx_deployment: Deployment, url: str, transport: str
+) -> None:
+    """A model's malformed ``timeout`` comes back as the tool's own argument error (a
+    result it reads), not as a protocol error of the server; the connection serves on."""
+    async with connect(transport, sbx_deployment, url, session()) as client:
+        refused = [
+            await client.call_tool("terminal", {"command": "echo no", "timeout": bad})
+            for bad in ("soon", [5])
+        ]
+        after = await call(client, "terminal", {"command": "echo alive"})
+    for result in refused:
+        assert result.is_error is True
+        assert "Invalid arguments for terminal: timeout" in json.loads(text_of(result))["error"]
+    assert after["output"] == "alive\n"
+
+
 async def test_stdio_acts_with_the_configured_token(
     sbx_deployment: Deployment, tmp_path: Path
 ) -> None:
