@@ -158,14 +158,21 @@ async def serve_stdio(
     backend: str | None = None,
     toolsets: Sequence[str] | None = None,
 ) -> None:
-    """Serve one MCP connection over this process's stdin/stdout as ``identity``."""
+    """Serve one MCP connection over this process's stdin/stdout as ``identity``; a
+    line that is no JSON-RPC message is answered with its JSON-RPC error
+    (:mod:`worker.mcp_server.malformed`)."""
     from mcp.server.stdio import stdio_server
+
+    from worker.mcp_server.malformed import answering_malformed
 
     clients = SessionClients(settings, backend)
     server = build_server(settings, clients, identity=identity, toolsets=toolsets)
     try:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with (
+            stdio_server() as (read_stream, write_stream),
+            answering_malformed(read_stream, write_stream) as messages,
+        ):
+            await server.run(messages, write_stream, server.create_initialization_options())
     finally:
         with anyio.CancelScope(shield=True):
             await clients.aclose()
