@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .context import ToolContext
 from .core import ToolRegistry
 from .mcp_names import wire_name
+from .mcp_types import bounded_result
 
 if TYPE_CHECKING:
     from .mcp import McpCatalog
@@ -120,7 +121,9 @@ def _proxy(catalog: McpCatalog, server_id: str, tool: str) -> Callable[..., Awai
                     return {"error": f"MCP tool {tool!r} did not answer before the call's "
                                      "deadline", "status": "timeout"}  # fmt: skip
                 await asyncio.wait({call}, timeout=min(_CANCEL_POLL_S, ctx.remaining()))
-            return call.result()
+            result = call.result()
+            # Bounded as a terminal's output is: a server may answer megabytes.
+            return bounded_result(result, ctx.output_limit) if isinstance(result, dict) else result
         finally:
             call.cancel()  # no-op once done; stops it when this handler itself is cancelled
 

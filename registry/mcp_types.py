@@ -8,6 +8,7 @@ environment (``SBX_SECRET_KEY``, broker credentials).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -103,8 +104,13 @@ def tool_specs(tools: list[Any]) -> list[McpToolSpec]:
 
 
 def call_result(res: Any) -> dict[str, Any]:
-    """A ``CallToolResult`` as the registry returns it: text joined, errors flagged."""
-    texts = [getattr(c, "text", "") for c in res.content if getattr(c, "type", "") == "text"]
+    """A ``CallToolResult`` as the registry returns it: text joined, errors flagged.
+
+    Only text reaches the model: an embedded text resource counts as text; any other
+    content (an image, audio, a binary resource, a link) is named in a line saying it
+    was left out, never dropped without a word.
+    """
+    texts = [_as_text(c) for c in res.content]
     out: dict[str, Any] = {"content": "\n".join(texts)}
     structured = getattr(res, "structured_content", None)
     if structured is not None:
@@ -112,3 +118,43 @@ def call_result(res: Any) -> dict[str, Any]:
     if getattr(res, "is_error", False):
         out["error"] = out["content"] or "MCP tool reported an error"
     return out
+
+
+def _as_text(content: Any) -> str:
+    kind = getattr(content, "type", "")
+    if kind == "text":
+        return str(getattr(content, "text", ""))
+    resource = getattr(content, "resource", None)
+    embedded = getattr(resource, "text", None)
+    if kind == "resource" and isinstance(embedded, str):
+        return embedded
+    what = getattr(content, "mime_type", None) or getattr(resource, "mime_type", None)
+    uri = getattr(content, "uri", None) or getattr(resource, "uri", None)
+    named = ", ".join(str(x) for x in (what, uri) if x)
+    label = f"{kind or 'unknown'} content" + (f" ({named})" if named else "")
+    return f"[sbx: {label} left out: only text reaches the model]"
+
+
+def bounded_result(result: dict[str, Any], limit: int) -> dict[str, Any]:
+    """``result`` (as :func:`call_result` makes it) within ``limit`` bytes of text, as a
+    terminal's output is: a longer ``content`` keeps its head and tail with the omission
+    marker between, and ``structured`` content longer than ``limit`` is left out;
+    ``truncated`` says either happened."""
+    from environments.shell.output import OutputCapture
+
+    bounded = dict(result)
+    content = result.get("content")
+    if isinstance(content, str) and len(content.encode("utf-8", "replace")) > limit:
+        capture = OutputCapture(limit)
+        capture.feed(content.encode("utf-8", "replace"))
+        bounded["content"] = capture.text()
+        bounded["truncated"] = True
+    if "structured" in result:
+        size = len(json.dumps(result["structured"], default=str).encode())
+        if size > limit:
+            del bounded["structured"]
+            bounded["structured_omitted"] = f"{size} bytes, over the output limit of {limit}"
+            bounded["truncated"] = True
+    if isinstance(result.get("error"), str) and bounded.get("truncated"):
+        bounded["error"] = bounded["content"] or result["error"][:limit]
+    return bounded

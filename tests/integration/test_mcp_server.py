@@ -206,6 +206,59 @@ async def test_cancelling_the_request_kills_the_command(
     assert after["output"] == "alive\n"
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_malformed_timeout_is_a_tool_error(
+    sbx_deployment: Deployment, url: str, transport: str
+) -> None:
+    """A model's malformed ``timeout`` comes back as the tool's own argument error (a
+    result it reads), not as a protocol error of the server; the connection serves on."""
+    async with connect(transport, sbx_deployment, url, session()) as client:
+        refused = [
+            await client.call_tool("terminal", {"command": "echo no", "timeout": bad})
+            for bad in ("soon", [5])
+        ]
+        after = await call(client, "terminal", {"command": "echo alive"})
+    for result in refused:
+        assert result.is_error is True
+        assert "Invalid arguments for terminal: timeout" in json.loads(text_of(result))["error"]
+    assert after["output"] == "alive\n"
+
+
+async def test_stdio_answers_lines_that_are_no_message(sbx_deployment: Deployment) -> None:
+    """Over stdio a line that is not JSON, a batch, or a request of a bad shape gets its
+    JSON-RPC error (the request's own id when it has one) instead of silence that leaves
+    the client waiting; a malformed notification gets none; the server serves on."""
+    env = sbx_deployment.env(PYTHONPATH=str(REPO), SBX_SESSION_ID=session())
+    init = {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        "not json {",
+        [{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}],
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": []},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": 7},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+         "params": {"name": "terminal", "arguments": {"command": "echo alive"}}},
+    ]  # fmt: skip
+    wire = b"".join((x if isinstance(x, str) else json.dumps(x)).encode() + b"\n" for x in lines)
+    command = [sys.executable, "-m", "worker.cli.main", "mcp"]
+    answers: list[dict[str, Any]] = []
+    async with await anyio.open_process(command, env=env, cwd=str(REPO)) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        await proc.stdin.send(wire)
+        received = b""
+        with anyio.fail_after(WAIT):
+            while not answers or answers[-1].get("id") != 4:
+                received += await proc.stdout.receive()
+                *whole, received = received.split(b"\n")
+                answers += [json.loads(line) for line in whole if line.strip()]
+        await proc.stdin.aclose()
+    errors = [(a["id"], a["error"]["code"]) for a in answers[1:-1]]
+    assert errors == [(None, -32700), (None, -32600), (3, -32600)]
+    assert json.loads(answers[-1]["result"]["content"][0]["text"])["output"] == "alive\n"
+
+
 async def test_stdio_acts_with_the_configured_token(
     sbx_deployment: Deployment, tmp_path: Path
 ) -> None:

@@ -10,6 +10,7 @@ This is the MCP *server* side; the MCP servers whose tools the worker aggregates
 reached by the client side in ``registry/mcp*.py``.
 
 Modules: ``identity`` (who is calling), ``sessions`` (a client per session), ``tools``
-(definitions and results), ``server`` (the SDK server and its handlers), ``http``
-(the streamable HTTP app on loopback).
+(definitions and results), ``server`` (the SDK server and its handlers), ``malformed``
+(answers to stdio lines that are no message), ``http`` (the streamable HTTP app on
+loopback).
 """

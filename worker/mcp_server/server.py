@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextvars
 import importlib.metadata
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -81,10 +82,20 @@ def _foreground_terminal(name: str, args: Any) -> bool:
     return name == "terminal" and isinstance(args, dict) and not args.get("background")
 
 
+def _progress_total(args: dict[str, Any], default: int) -> float:
+    """The call's timeout as progress's ``total``: ``default`` unless ``args`` carry a
+    positive number. A malformed timeout is the worker's to refuse, with a tool error
+    the model reads, so it must not fail here first."""
+    timeout = args.get("timeout")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        return float(default)
+    return float(timeout) if math.isfinite(timeout) and timeout > 0 else float(default)
+
+
 async def _terminal(
     ctx: ServerRequestContext[Any, Any], calls: SessionCalls, args: dict[str, Any], timeout: int
 ) -> str:
-    progress = _Progress(ctx, float(args.get("timeout") or timeout))
+    progress = _Progress(ctx, _progress_total(args, timeout))
     async with anyio.create_task_group() as beats:
         beats.start_soon(progress.heartbeat)
         try:
@@ -147,14 +158,21 @@ async def serve_stdio(
     backend: str | None = None,
     toolsets: Sequence[str] | None = None,
 ) -> None:
-    """Serve one MCP connection over this process's stdin/stdout as ``identity``."""
+    """Serve one MCP connection over this process's stdin/stdout as ``identity``; a
+    line that is no JSON-RPC message is answered with its JSON-RPC error
+    (:mod:`worker.mcp_server.malformed`)."""
     from mcp.server.stdio import stdio_server
+
+    from worker.mcp_server.malformed import answering_malformed
 
     clients = SessionClients(settings, backend)
     server = build_server(settings, clients, identity=identity, toolsets=toolsets)
     try:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with (
+            stdio_server() as (read_stream, write_stream),
+            answering_malformed(read_stream, write_stream) as messages,
+        ):
+            await server.run(messages, write_stream, server.create_initialization_options())
     finally:
         with anyio.CancelScope(shield=True):
             await clients.aclose()

@@ -243,3 +243,56 @@ def test_a_hanging_mcp_call_ends_with_its_callers_cancel_or_deadline(
         assert entered.is_set() and abandoned.wait(60)
     else:
         assert not entered.is_set() or abandoned.wait(60)
+
+
+BULKY_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ImageContent
+app = MCPServer("bulky")
+
+@app.tool()
+def big(n: int) -> str:
+    """n bytes of text."""
+    return "x" * n
+
+@app.tool()
+def picture() -> ImageContent:
+    """An image."""
+    return ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")
+
+if __name__ == "__main__":
+    app.run()
+'''
+
+
+def test_real_server_results_are_bounded_and_say_what_is_not_text(
+    tmp_path: Path, ctx: ToolContext
+) -> None:
+    """A server's answer reaches the model within the output limit, as a terminal's does
+    (it answered 2x100 kB here: the text and its structured copy), and content that is
+    no text is named, not dropped without a word."""
+    script = tmp_path / "bulky.py"
+    script.write_text(BULKY_SERVER)
+    server = McpServerConfig(id="b", name="Bulky", command=sys.executable, args=(str(script),))
+    ctx.output_limit = 4096
+    reg = ToolRegistry()
+    with McpCatalog([server]) as cat:
+        sync_mcp_tools_to_registry(reg, cat)
+        cat.wait_idle()
+        sync_mcp_tools_to_registry(reg, cat)
+
+        def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+            raw = handle_function_call(wire_name("b", "Bulky", tool), args, ctx=ctx, registry=reg,
+                                       hooks=HookRegistry())  # fmt: skip
+            parsed: dict[str, Any] = json.loads(raw)
+            return parsed
+
+        big, small = call("big", {"n": 100_000}), call("big", {"n": 5})
+        picture = call("picture", {})
+    assert big["truncated"] is True and "structured" not in big
+    assert "[sbx: 95" in big["content"] and "bytes of output omitted]" in big["content"]
+    assert len(big["content"].encode()) < 4096 + 100
+    assert small == {"content": "xxxxx", "structured": {"result": "xxxxx"}}
+    assert picture["content"] == (
+        "[sbx: image content (image/png) left out: only text reaches the model]"
+    )

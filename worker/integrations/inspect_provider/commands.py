@@ -29,14 +29,27 @@ def new_marker() -> str:
     return "sbx-exec-" + "".join(chr(ord("g") + int(c, 16)) for c in uuid.uuid4().hex)
 
 
+def reject_nul(*texts: str) -> None:
+    """``ValueError("embedded null byte")`` when any of ``texts`` holds a NUL byte.
+
+    No command line or path can carry one. The message is CPython's own (``subprocess``,
+    ``open``), which inspect maps to a parsing error the model reads; anything else
+    (the worker's refusal, an ``OSError``) would fail the sample or call the sandbox
+    unavailable."""
+    if any("\0" in text for text in texts):
+        raise ValueError("embedded null byte")
+
+
 def inner_command(argv: list[str], cwd: str | None, env: dict[str, str] | None) -> str:
     """``cd``, ``export`` and ``exec argv`` as lines for a subshell.
 
     Variables are set with the shell's ``export`` (never an ``env`` found on ``PATH``).
-    Raises ``ValueError`` for an empty ``argv`` or a variable name a shell cannot take.
+    Raises ``ValueError`` for an empty ``argv``, a variable name a shell cannot take,
+    or a NUL byte anywhere (:func:`reject_nul`).
     """
     if not argv:
         raise ValueError("exec needs a command")
+    reject_nul(*argv, cwd or "", *(env or {}).keys(), *(env or {}).values())
     lines = []
     if cwd is not None:
         lines.append(f"cd -- {shlex.quote(cwd)} || exit 1")

@@ -273,7 +273,9 @@ class SbxSandboxEnvironment(SandboxEnvironment):
         return 0.5
 
     def _path(self, path: str) -> str:
-        """``path`` in the sandbox: relative paths are the sample's working directory's."""
+        """``path`` in the sandbox: relative paths are the sample's working directory's.
+        Raises ``ValueError`` for a path holding a NUL byte (:func:`sh.reject_nul`)."""
+        sh.reject_nul(path)
         return posixpath.join(self.workdir, path)
 
 
