@@ -137,7 +137,7 @@ def _in_sandbox(
         with ctx.pool.use(ctx.session_id, ctx.backend) as env:
             path = resolve_path(env, raw_path)
             confine(env, path, policy)  # before approval: never ask about what is refused
-            refusal = approval_refusal(judged_as.format(shlex.quote(path)), ctx)
+            refusal = approval_refusal(judged_as.format(shlex.quote(path)), ctx, held=env)
             if refusal is not None:
                 return refusal
             return act(env, path, policy)

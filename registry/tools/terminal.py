@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from environments.base import ExecResult, ShellState
+from environments.base import Environment, ExecResult, ShellState
 from environments.errors import InvalidCommand, WorkdirNotFound
 from environments.pty_exec import run_on_pty
 from registry.approval.context import run_directory
@@ -93,33 +93,41 @@ def _session_state(ctx: ToolContext) -> ShellState | None:
     return env.session_state() if env is not None else None
 
 
-def _directory_state(ctx: ToolContext) -> ShellState | None:
+def _directory_state(ctx: ToolContext, held: Environment | None) -> ShellState | None:
     """The session's state, its sandbox started when there is none yet: a command is
     judged and approved in its directory, and a session's first command would otherwise
     be approved without one and asked again once the sandbox exists (None: the sandbox
-    cannot start; the call itself will say why)."""
+    cannot start; the call itself will say why). ``held``: the session's sandbox when
+    the caller holds it already (the pool's hold is not reentrant)."""
     try:
+        if held is not None:
+            return _started_state(held, ctx)
         with ctx.pool.use(ctx.session_id, ctx.backend) as env:
-            state = env.session_state()
-            if state is None:
-                env.exec(":", timeout=min(30.0, max(1.0, ctx.remaining() - 1.0)))  # start it
-                state = env.session_state()
-            return state
+            return _started_state(env, ctx)
     except Exception:  # judged without a directory; running it reports the failure
         return None
 
 
+def _started_state(env: Environment, ctx: ToolContext) -> ShellState | None:
+    state = env.session_state()
+    if state is None:
+        env.exec(":", timeout=min(30.0, max(1.0, ctx.remaining() - 1.0)))  # starts the shell
+        state = env.session_state()
+    return state
+
+
 def approval_refusal(
-    command: str, ctx: ToolContext, *, workdir: str | None = None
+    command: str, ctx: ToolContext, *, workdir: str | None = None, held: Environment | None = None
 ) -> dict[str, Any] | None:
     """The refusal of ``command`` by the worker's approval guard (None: it may run, or
     there is no guard). Checked on every call, retries included: an allow may consume
     a once-approval. The command is judged, and approved, in the directory it runs in:
-    ``workdir``, else the session's (:mod:`registry.approval.context`)."""
+    ``workdir``, else the session's (:mod:`registry.approval.context`). ``held``: the
+    session's sandbox when the caller is inside the pool's hold of it."""
     guard = ctx.components.get("approval")
     if guard is None:
         return None
-    state = _directory_state(ctx)
+    state = _directory_state(ctx, held)
     cwd = run_directory(state.cwd if state is not None else None, workdir)
     env = dict(state.env) if state is not None else None
     try:
