@@ -35,7 +35,8 @@ from .models import (
     Receipt,
 )
 from .output_cap import CapState, lead_cut
-from .receipts import ReceiptStore, excerpt
+from .receipt_excerpt import excerpt
+from .receipts import ReceiptStore
 
 TAIL_BYTES = 2048
 """How much of the output end a :class:`ProcessInfo` carries."""

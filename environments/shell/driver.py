@@ -49,8 +49,7 @@ from environments.shell.state import DumpParser, adopted_env, read_start_report
 
 TIMEOUT_EXIT_CODE = 124
 CANCELLED_EXIT_CODE = 130
-# How often a running command checks its cancel event.
-_CANCEL_POLL_S = 0.05
+_CANCEL_POLL_S = 0.05  # how often a running command checks its cancel event
 # How long a shell that stops answering gets before it is replaced (at least the kill grace).
 _SHELL_PATIENCE_S = 5.0
 
@@ -188,7 +187,7 @@ class SessionShell:
                 raise  # answered in full: the shell is where it was
             except BaseException:
                 # The command's end was not seen (say, killing it failed): the shell may still
-                # run it, and the next command would queue behind it. A new shell takes that.
+                # run it, and the next command would queue behind it. A new shell it is.
                 self.close()
                 raise
         raise AssertionError("unreachable")

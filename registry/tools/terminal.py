@@ -99,6 +99,9 @@ def _directory_state(ctx: ToolContext, held: Environment | None) -> ShellState |
     be approved without one and asked again once the sandbox exists (None: the sandbox
     cannot start; the call itself will say why). ``held``: the session's sandbox when
     the caller holds it already (the pool's hold is not reentrant)."""
+    known = _session_state(ctx) if held is None else held.session_state()
+    if known is not None:
+        return known  # every call after a session's first: no second hold of the sandbox
     try:
         if held is not None:
             return _started_state(held, ctx)

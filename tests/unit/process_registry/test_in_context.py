@@ -10,7 +10,7 @@ import pytest
 from environments.backends.local.environment import LocalEnvironment
 from process_registry.in_context import redact_between, redacted_span
 from process_registry.models import InvalidRead
-from process_registry.receipts import excerpt
+from process_registry.receipt_excerpt import excerpt
 from process_registry.table import ProcessTable
 from tests.unit.process_registry.secrets import GITHUB, OPENAI, PASSWORD
 
