@@ -24,6 +24,7 @@ import secrets
 import threading
 
 from environments.conformance_shell import (
+    check_command_may_redirect_its_own_output,
     check_command_sees_a_plain_shell,
     check_lost_cwd_runs_nothing,
     check_shell_variables_do_not_break_the_shell,
@@ -46,6 +47,7 @@ __all__ = [
     "CHECKS",
     "Check",
     "Factory",
+    "check_command_may_redirect_its_own_output",
     "check_command_sees_a_plain_shell",
     "check_lost_cwd_runs_nothing",
     "check_shell_variables_do_not_break_the_shell",

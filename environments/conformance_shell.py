@@ -1,5 +1,6 @@
 """Conformance checks of what a command can do to its own session shell: end itself by a
-signal, trace itself, leave state the shell must carry in bytes that are not UTF-8,
+signal, trace itself, send its own output elsewhere or close it, leave state the shell
+must carry in bytes that are not UTF-8,
 export variables that change how a shell reads its input, remove its own directory.
 None of it may cost the session its shell, its state or a truthful answer."""
 
@@ -75,3 +76,19 @@ def check_lost_cwd_runs_nothing(make: Factory) -> None:
             raise AssertionError("a command ran although the session's cwd is gone")
         assert ok(env, "pwd").strip() == start
         assert ok(env, "[ -e should-not-exist ] || echo absent") == "absent\n"
+
+
+def check_command_may_redirect_its_own_output(make: Factory) -> None:
+    """A command that sends its stdout to a file (``exec >build.log``) or closes it keeps
+    its changes to the session's state; the file gets the command's output only, and the
+    answer shows no error of sbx's own."""
+    with sandbox(make) as env:
+        where = ok(env, f"cd '{scratch_dir(env)}' && pwd").strip()
+        sent = run(env, f"cd '{where}' && exec >build.log 2>&1; export SBX_CONF_LOG=1; echo built")
+        assert (sent.exit_code, sent.output) == (0, ""), sent
+        assert ok(env, 'cat build.log; echo "$SBX_CONF_LOG $PWD"') == f"built\n1 {where}\n"
+        closed = run(env, "export SBX_CONF_SHUT=2; cd /; exec >&-")
+        assert (closed.exit_code, closed.output) == (0, ""), closed
+        both = run(env, "export SBX_CONF_BOTH=3; exec >&- 2>&-")
+        assert (both.exit_code, both.output) == (0, ""), both
+        assert ok(env, 'echo "$SBX_CONF_SHUT $SBX_CONF_BOTH $PWD"') == "2 3 /\n"

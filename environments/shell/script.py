@@ -55,6 +55,14 @@ __sbx_dump() {{
 }}
 __sbx_self=
 [ -r /proc/self/stat ] && __sbx_self=1
+__sbx_report() {{
+  # A command may have sent its own stdout elsewhere (exec >build.log) or closed it: the
+  # report then goes to the session shell's stdout, reopened ("$$" is that shell), never
+  # into the command's file; where that cannot be opened, nowhere (the parent's end
+  # marker answers the call).
+  if [ -z "$__sbx_self" ] || [ /proc/self/fd/1 -ef "/proc/$$/fd/1" ]; then __sbx_dump "$@"
+  else {{ __sbx_dump "$@"; }} 2>/dev/null >"/proc/$$/fd/1"; fi
+}}
 __sbx_traps() {{
   # A command ended by one of these signals reports 128+N (the EXIT trap would see the
   # status of its last statement instead); the command's own traps replace these.
@@ -67,7 +75,7 @@ __sbx_go() {{
   set --
   # The report runs with the shell's own options, whatever the command set (no trace of
   # it in the output).
-  trap '{{ __sbx_x=$?; set +euvx; }} 2>/dev/null; __sbx_dump X "$__sbx_x"' EXIT
+  trap '{{ __sbx_x=$?; set +euvx; }} 2>/dev/null; __sbx_report X "$__sbx_x"' EXIT
   eval "$__sbx_c"
 }}
 __sbx_run() {{

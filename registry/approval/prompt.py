@@ -5,13 +5,15 @@ flagged, asks once / session / always / deny, and returns the answer. It
 returns ``"deny"`` on EOF, on timeout, on an empty answer and after
 ``max_attempts`` unrecognised answers: silence is not consent. Streams are
 parameters so the CLI passes ``sys.stdin``/``sys.stderr`` and tests pass
-pipes or ``io.StringIO``. The command is shown with control characters
-escaped, so a command cannot repaint the terminal to disguise itself.
+pipes or ``io.StringIO``. The command is shown with control and invisible
+formatting characters escaped, so a command cannot repaint the terminal or
+reorder its own text to disguise itself.
 """
 
 from __future__ import annotations
 
 import select
+import unicodedata
 from typing import Literal, TextIO
 
 from registry.approval.shell.normalize import strip_ansi
@@ -37,24 +39,33 @@ _ANSWERS: dict[str, Answer] = {
 
 
 def safe_display(text: str, limit: int = 2000) -> str:
-    """``text`` with escape sequences removed and other control characters escaped."""
-    cleaned = strip_ansi(text)
-    out = []
-    for ch in cleaned:
-        if (
-            ch == "\n"
-            or ch == "\t"
-            or (ord(ch) >= 0x20 and ord(ch) != 0x7F and not 0x80 <= ord(ch) < 0xA0)
-        ):
-            out.append(ch)
-        else:
-            out.append(f"\\x{ord(ch):02x}")
-    shown = "".join(out)
+    """``text`` with escape sequences removed and every character that could change how
+    the rest is shown escaped (``\\xNN`` / ``\\uNNNN``): control characters other than
+    newline and tab, and invisible formatting characters -- bidirectional overrides and
+    isolates, zero-width characters, line and paragraph separators -- so a command cannot
+    reorder or hide part of itself on the person's screen."""
+    shown = "".join(_shown(ch) for ch in strip_ansi(text))
     return (
         shown
         if len(shown) <= limit
         else shown[:limit] + f"... ({len(shown) - limit} more characters)"
     )
+
+
+# Cc: control characters; Cf: formatting (bidi controls, zero-width joiners, BOM, tags);
+# Zl/Zp: line and paragraph separators; Cs: lone surrogates (from undecodable bytes).
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def _shown(ch: str) -> str:
+    if ch in "\n\t" or (" " <= ch < "\x7f"):
+        return ch
+    if unicodedata.category(ch) not in _HIDDEN_CATEGORIES:
+        return ch
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def _readline(stream: TextIO, timeout: float | None) -> str | None:

@@ -165,6 +165,41 @@ def test_exec_on_a_terminal_prompts(
     assert victim.exists() is not ran
 
 
+def test_a_command_cannot_reorder_itself_on_the_approval_prompt(
+    client: SandboxClient, sbx_home: Path, broker_url: str | None, tmp_path: Path
+) -> None:
+    """A right-to-left override (U+202E) would show ``rm -rf victim`` reversed, and an
+    isolate or zero-width character hides where it ends: the prompt shows them escaped."""
+    import os
+    import pty
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    command = f"cd {tmp_path} && rm -rf \u2066victim\u2069 #\u202e \u200bkeep"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker.cli.main", "exec", "--", command],
+        env=worker_env(sbx_home, broker_url, SBX_SESSION_ID="tty-bidi"),
+        cwd=str(REPO),
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
+    os.close(slave)
+    seen = b""
+    while b"[D]eny" not in seen:
+        chunk = os.read(master, 4096)
+        assert chunk, seen
+        seen += chunk
+    os.write(master, b"d\n")
+    assert proc.wait(timeout=120) == 3
+    os.close(master)
+    shown = seen.decode("utf-8", "replace")
+    assert "\\u2066victim\\u2069 #\\u202e \\u200bkeep" in shown
+    assert not {"\u2066", "\u2069", "\u202e", "\u200b"} & set(shown)
+    assert victim.exists()
+
+
 def test_smart_mode_asks_the_judge(
     sbx_home: Path, broker_url: str | None, start_worker: Any, tmp_path: Path
 ) -> None:

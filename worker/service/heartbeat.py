@@ -35,6 +35,7 @@ class Heartbeat(threading.Thread):
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
         self._cancelling: str | None = None
+        self._presence_failures = 0
 
     def add(self, call_id: str, cancel: threading.Event | None = None) -> None:
         """Beat for ``call_id`` until :meth:`finish`; set ``cancel`` if it gets cancelled
@@ -86,10 +87,7 @@ class Heartbeat(threading.Thread):
             active = dict(self._active)
             finished, self._finished = self._finished, []
         if self.on_tick is not None:
-            try:
-                self.on_tick()
-            except (redis.RedisError, OSError):
-                log.warning("could not renew this worker's presence", exc_info=True)
+            self._renew_presence(self.on_tick)
         try:
             self.ledger.beat(list(active), self.worker_id, finished=finished)
             for call_id in self.ledger.cancelled(list(active)):
@@ -97,6 +95,27 @@ class Heartbeat(threading.Thread):
         except (redis.RedisError, OSError):
             with self._lock:
                 self._finished.extend(finished)
+
+    def _renew_presence(self, renew: Callable[[], None]) -> None:
+        """Run ``renew``; an outage is logged once when it starts (one line: it is the
+        broker's state, not a defect here) and once when it ends."""
+        try:
+            renew()
+        except (redis.RedisError, OSError) as exc:
+            self._presence_failures += 1
+            if self._presence_failures == 1:
+                log.warning(
+                    "could not renew this worker's presence (retrying every %gs): %s",
+                    self.interval,
+                    exc,
+                )
+            return
+        if self._presence_failures:
+            log.warning(
+                "this worker's presence is renewed again, after %d failed attempt(s)",
+                self._presence_failures,
+            )
+            self._presence_failures = 0
 
 
 def _cancel(event: threading.Event, reason: str) -> None:

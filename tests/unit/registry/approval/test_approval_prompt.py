@@ -73,3 +73,20 @@ def test_terminal_escapes_are_neutralised() -> None:
 
 def test_safe_display_truncates() -> None:
     assert safe_display("a" * 50, limit=10).startswith("a" * 10 + "...")
+
+
+_HIDDEN = "\u202e,\u202a,\u2066,\u2069,\u200b,\u200e,\u061c,\ufeff,\u2028,\u2029,\U000e0041,\x85"
+
+
+@pytest.mark.parametrize("hidden", _HIDDEN.split(","))
+def test_invisible_formatting_characters_are_escaped(hidden: str) -> None:
+    shown = safe_display(f"rm -rf a{hidden}b")
+    assert hidden not in shown
+    code = ord(hidden)
+    assert (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
+            else f"\\U{code:08x}") in shown  # fmt: skip
+
+
+def test_letters_of_every_script_are_shown_as_they_are() -> None:
+    text = "echo héllo мир 你好 שלום مرحبا 🙂"
+    assert safe_display(text) == text
