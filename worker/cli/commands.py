@@ -9,12 +9,14 @@ import logging
 import os
 import shlex
 import sys
+import uuid
 from typing import Any
 
 from worker.errors import exit_code_for
 from worker.settings import Settings, get_settings
 
 from .output import EXIT_OK, EXIT_USAGE, emit, fail
+from .waiting import untaken_notice
 
 Sub = "argparse._SubParsersAction[argparse.ArgumentParser]"
 log = logging.getLogger("worker.service.runner")
@@ -106,13 +108,21 @@ def cmd_exec(args: argparse.Namespace) -> int:
 
 
 def _call(client: Any, call: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(client.tool_call("terminal", call))
+    call_id = uuid.uuid4().hex
+    with untaken_notice(client, call_id):
+        result: dict[str, Any] = json.loads(client.tool_call("terminal", call, call_id=call_id))
     return result
 
 
 def _call_live(client: Any, call: dict[str, Any]) -> dict[str, Any]:
     """The terminal call, its output printed while the command runs; its result."""
-    stream = client.tool_stream("terminal", call)
+    call_id = uuid.uuid4().hex
+    with untaken_notice(client, call_id):
+        return _printed(client.tool_stream("terminal", call, call_id=call_id))
+
+
+def _printed(stream: Any) -> dict[str, Any]:
+    """Print ``stream``'s pieces as they come; its result."""
     while True:
         try:
             piece = next(stream)
@@ -169,8 +179,9 @@ def cmd_call(args: argparse.Namespace) -> int:
     answered JSON, which built-in tools always do, else its text)."""
     settings = get_settings()
     session_id = cli_session_id(settings)
-    with session_client(settings, args.backend) as client:
-        raw = client.tool_call(args.tool, args.args)
+    call_id = uuid.uuid4().hex
+    with session_client(settings, args.backend) as client, untaken_notice(client, call_id):
+        raw = client.tool_call(args.tool, args.args, call_id=call_id)
     if not args.json:
         sys.stdout.write(raw + "\n")
         return EXIT_OK
