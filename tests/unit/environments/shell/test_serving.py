@@ -158,6 +158,16 @@ def test_a_command_signalling_its_shell_loses_no_state(shell: SessionShell) -> N
     assert shell.restarts == 1
 
 
+def test_a_command_that_outlives_its_shell_keeps_its_state(shell: SessionShell) -> None:
+    # The report goes where the command's output goes once the shell is gone (a shell that
+    # has exited shows no descriptors): the command waits for exactly that.
+    gone = 'while [ -e "/proc/$parent/fd/1" ]; do :; done; '
+    parent = "read -r p c s parent rest < /proc/self/stat; "
+    command = f'export KEPT=2; cd /; {parent} kill -USR1 "$parent"; {gone} echo y'
+    assert run(shell, command) == "y\n"
+    assert run(shell, 'echo "$KEPT"; pwd') == "2\n/\n"
+
+
 @pytest.mark.parametrize("login", ["bash", "sh"])
 def test_a_deadline_before_the_command_reports_its_group_ends_only_the_command(
     login: str, tmp_path: os.PathLike[str]
