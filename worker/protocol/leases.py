@@ -62,6 +62,20 @@ redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
 return {2, holder or ''}
 """
 
+# Store a session's state only while ARGV[1] holds its lease: a worker that lost the lease
+# (its presence lapsed, another took the session over) must not overwrite what the new
+# holder recorded, or the session's next move would rebuild a stale cwd and environment.
+_RECORD = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+return 1
+"""
+
+# The lease's holder, and whether a result of the call was delivered already.
+_STILL_MINE = """
+return {redis.call('GET', KEYS[1]) or '', redis.call('EXISTS', KEYS[2])}
+"""
+
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -121,6 +135,8 @@ class LeaseBook:
         self._route = client.register_script(_ROUTE)
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
+        self._record = client.register_script(_RECORD)
+        self._still_mine = client.register_script(_STILL_MINE)
 
     # -- presence ----------------------------------------------------------------------
 
@@ -181,11 +197,28 @@ class LeaseBook:
 
     # -- session state -----------------------------------------------------------------
 
-    def record(self, session_id: str, state: SessionState) -> None:
-        """Store the session's state for the worker that serves it next."""
+    def record(self, session_id: str, state: SessionState) -> bool:
+        """Store the session's state for the worker that serves it next, if ``state.worker``
+        holds its lease (False, nothing stored: another worker serves the session now)."""
         # json, not pydantic's serialiser: a value or cwd the shell reported in bytes that
         # are not UTF-8 is held as surrogate escapes, which only json writes (as \udcXX).
-        self.client.set(state_key(session_id), json.dumps(state.model_dump()), ex=self.retention)
+        return bool(
+            self._record(
+                keys=[lease_key(session_id), state_key(session_id)],
+                args=[state.worker, json.dumps(state.model_dump()), self.retention],
+            )
+        )
+
+    def still_mine(self, session_id: str, worker_id: str, delivered_key: str) -> str | None:
+        """Why a call of ``session_id`` that ``worker_id`` took in must not run now (None:
+        it may): its result was delivered already (``delivered_key`` exists: it was
+        declared lost while it queued), or another worker holds the session's lease."""
+        holder, delivered = self._still_mine(keys=[lease_key(session_id), delivered_key], args=[])
+        if int(delivered):
+            return "it was answered already (declared lost) while it queued"
+        if _s(holder) != worker_id:
+            return "another worker serves its session now"
+        return None
 
     def state(self, session_id: str) -> SessionState | None:
         """The session's last recorded state (None: never recorded or expired)."""

@@ -13,7 +13,12 @@ Contracts:
   variables, ends the previous worker's stale shell where this worker can
   reach it, and says what could not be restored.
 * After a call, :meth:`SessionLeases.record` stores the session's state when it
-  changed (one write, none when nothing changed).
+  changed (one write, none when nothing changed), and only while this worker holds
+  the lease.
+* Before a call it took in runs, :meth:`SessionLeases.confirm` says whether it still
+  may: a worker whose presence lapsed (paused, cut off) while calls queued may have
+  lost the session to another worker, which serves it now, and the queued calls were
+  declared lost; running them later would run a command twice over two workers.
 """
 
 from __future__ import annotations
@@ -105,6 +110,21 @@ class SessionLeases:
         with self._lock:
             return session_id in self._held
 
+    def confirm(self, session_id: str, delivered_key: str) -> str | None:
+        """Why a call this worker took in for ``session_id`` must not run now (None: it
+        may run): see :meth:`LeaseBook.still_mine` (``delivered_key``: the call's
+        ``delivered`` mark). A lease found held by another worker is forgotten here."""
+        reason = self.book.still_mine(session_id, self.worker_id, delivered_key)
+        if reason is not None:
+            self._drop(session_id)
+        return reason
+
+    def _drop(self, session_id: str) -> None:
+        """Forget a lease another worker took: its next call is admitted afresh."""
+        with self._lock:
+            self._held.discard(session_id)
+            self._recorded.pop(session_id, None)
+
     def serves_elsewhere(self, session_id: str) -> bool:
         """True while another present worker holds the session's lease."""
         holder = self.book.holder(session_id)
@@ -122,7 +142,7 @@ class SessionLeases:
         with self._lock:
             if self._recorded.get(session_id) == seen:
                 return  # most calls change nothing: no write, no serialising
-        self.book.record(
+        stored = self.book.record(
             session_id,
             SessionState(
                 worker=self.worker_id,
@@ -134,6 +154,9 @@ class SessionLeases:
                 shell_start=shell.start_time if shell else None,
             ),
         )
+        if not stored:  # another worker took the session over meanwhile: its state stands
+            self._drop(session_id)
+            return
         with self._lock:
             self._recorded[session_id] = seen
 
