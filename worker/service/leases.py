@@ -94,6 +94,15 @@ class SessionLeases:
                     return Acquired(mine=True, taken_over_from=state.worker)
         return outcome
 
+    def release_idle(self, busy: set[str]) -> int:
+        """Give up the leases of held sessions not in ``busy`` (a worker stopping: those
+        sessions' next calls move at once instead of waiting out its grace); how many."""
+        with self._lock:
+            idle = self._held - busy
+        for session_id in idle:
+            self.release(session_id)
+        return len(idle)
+
     def release(self, session_id: str) -> None:
         """This worker no longer serves ``session_id`` (its sandboxes here are closed)."""
         with self._lock:

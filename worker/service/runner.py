@@ -126,9 +126,19 @@ def run_worker(
     def _shutting_down(**_: Any) -> None:
         # SIGTERM: Celery takes no new calls and waits for the running ones; after the
         # grace, they are cancelled (their trees killed, each answered "cancelled").
-        timer = threading.Timer(settings.shutdown_grace, runtime().heartbeat.cancel_all)
+        svc = runtime()
+        timer = threading.Timer(settings.shutdown_grace, svc.heartbeat.cancel_all)
         timer.daemon = True
         timer.start()
+        if svc.leases is not None and svc.dispatcher is not None:
+            # This worker takes no call any more: a session with none running here is
+            # given up now (its calls move at once instead of queueing, unserved, on this
+            # worker's own queue until the grace is over); the others when they finish.
+            svc.dispatcher.on_idle = svc.leases.release
+            try:
+                svc.leases.release_idle(svc.dispatcher.sessions())
+            except Exception:
+                log.warning("could not give up the leases of idle sessions", exc_info=True)
 
     exit_status: list[int] = []
 
