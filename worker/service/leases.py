@@ -29,6 +29,7 @@ import threading
 from environments.base import Environment, ShellIdentity, ShellState
 from environments.pool import SandboxPool
 from worker.protocol.leases import Acquired, LeaseBook, SessionState
+from worker.service.stranded_calls import register_own_queue
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,9 @@ class SessionLeases:
         if not self.book.announce(self.worker_id, self.own_queue):
             with self._lock:
                 self._held.clear()
+            # Present (again): its own queue is consumed, so calls sent there wait for it
+            # instead of being moved to the shared queue (``worker.service.stranded_calls``).
+            register_own_queue(self.book.client, self.own_queue, self.worker_id)
 
     def withdraw(self) -> None:
         """Give up every lease and the presence (graceful shutdown)."""

@@ -55,6 +55,7 @@ class Reaper(threading.Thread):
         leases: SessionLeases | None = None,
         adopt: Callable[[], object] | None = None,
         take_over: Callable[[str], object] | None = None,
+        requeue: Callable[[], object] | None = None,
     ) -> None:
         super().__init__(name="sbx-reaper", daemon=True)
         self.ledger, self.interval, self.pool = ledger, interval, pool
@@ -66,6 +67,8 @@ class Reaper(threading.Thread):
         self.take_over = take_over
         """``take_over(session_id)``: a lost call's session -- end what its dead worker left
         running in a sandbox this worker can reach."""
+        self.requeue = requeue
+        """Moves calls stranded on absent workers' own queues to the shared queue."""
         self._next_orphan_sweep = 0.0
         self._stop_event = threading.Event()
 
@@ -78,6 +81,11 @@ class Reaper(threading.Thread):
                 reap_lost_calls(self.ledger)
                 if self.take_over is not None:
                     self._take_over_orphans(self.take_over)
+            if self.requeue is not None:
+                try:
+                    self.requeue()
+                except (redis.RedisError, OSError):  # the broker is away: next pass
+                    log.debug("could not look for calls on absent workers' queues", exc_info=True)
             if self.adopt is not None:
                 try:
                     self.adopt()

@@ -32,6 +32,7 @@ from worker.service.processes import ProcessManager
 from worker.service.reaper import Reaper
 from worker.service.receipt_ops import register_receipt_tasks
 from worker.service.runtime import configure_runtime, runtime
+from worker.service.stranded_calls import stranded_requeuer
 from worker.service.tasks import register_tasks
 from worker.settings import Settings
 
@@ -112,6 +113,7 @@ def run_worker(
             take_over=(
                 functools.partial(svc.leases.take_over, pool=svc.pool) if svc.leases else None
             ),
+            requeue=stranded_requeuer(svc, url),
         )
         r.start()
         reaper.append(r)
