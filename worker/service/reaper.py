@@ -28,9 +28,7 @@ def reap_lost_calls(ledger: CallLedger) -> list[str]:
     return lost
 
 
-def _kept(
-    pool: SandboxPool, leases: SessionLeases | None, backend: str, session_id: str
-) -> bool:
+def _kept(pool: SandboxPool, leases: SessionLeases | None, backend: str, session_id: str) -> bool:
     """A sandbox stays while its session runs processes here or a present worker serves it."""
     if pool.keep_alive(session_id, backend):
         return True
