@@ -71,9 +71,17 @@ redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
 return 1
 """
 
-# The lease's holder, and whether a result of the call was delivered already.
+# The lease's holder, and whether a result of the call was delivered already. A call about
+# to run on the holder renews the lease and the session's state: both outlive the
+# session's *last* call by the retention (a call that changes nothing writes no state).
 _STILL_MINE = """
-return {redis.call('GET', KEYS[1]) or '', redis.call('EXISTS', KEYS[2])}
+local holder = redis.call('GET', KEYS[1]) or ''
+local delivered = redis.call('EXISTS', KEYS[2])
+if holder == ARGV[1] and delivered == 0 then
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
+end
+return {holder, delivered}
 """
 
 _RELEASE = """
@@ -209,16 +217,19 @@ class LeaseBook:
             )
         )
 
-    def still_mine(self, session_id: str, worker_id: str, delivered_key: str) -> str | None:
-        """Why a call of ``session_id`` that ``worker_id`` took in must not run now (None:
-        it may): its result was delivered already (``delivered_key`` exists: it was
-        declared lost while it queued), or another worker holds the session's lease."""
-        holder, delivered = self._still_mine(keys=[lease_key(session_id), delivered_key], args=[])
-        if int(delivered):
-            return "it was answered already (declared lost) while it queued"
-        if _s(holder) != worker_id:
-            return "another worker serves its session now"
-        return None
+    def still_mine(
+        self, session_id: str, worker_id: str, delivered_key: str
+    ) -> tuple[str | None, bool]:
+        """``(holder, delivered)`` for a call of ``session_id`` that ``worker_id`` took in
+        and is about to run: the lease's holder (None: nobody) and whether a result of the
+        call was delivered already (``delivered_key`` exists: declared lost while it
+        queued). When ``worker_id`` holds it, the lease and the session's state are
+        renewed for another ``retention``."""
+        holder, delivered = self._still_mine(
+            keys=[lease_key(session_id), delivered_key, state_key(session_id)],
+            args=[worker_id, self.retention],
+        )
+        return (_s(holder) or None), bool(int(delivered))
 
     def state(self, session_id: str) -> SessionState | None:
         """The session's last recorded state (None: never recorded or expired)."""

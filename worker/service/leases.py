@@ -125,12 +125,23 @@ class SessionLeases:
 
     def confirm(self, session_id: str, delivered_key: str) -> str | None:
         """Why a call this worker took in for ``session_id`` must not run now (None: it
-        may run): see :meth:`LeaseBook.still_mine` (``delivered_key``: the call's
-        ``delivered`` mark). A lease found held by another worker is forgotten here."""
-        reason = self.book.still_mine(session_id, self.worker_id, delivered_key)
-        if reason is not None:
-            self._drop(session_id)
-        return reason
+        may run; its lease and state are renewed): it was answered already
+        (``delivered_key``, its ``delivered`` mark, exists: declared lost while it
+        queued), or another worker serves the session now, or did meanwhile. A lease
+        that expired unused (idle past the retention) is taken again when no other
+        worker recorded the session since."""
+        holder, delivered = self.book.still_mine(session_id, self.worker_id, delivered_key)
+        if delivered:
+            return "it was answered already (declared lost) while it queued"
+        if holder == self.worker_id:
+            return None
+        if holder is None:
+            outcome = self.book.acquire(session_id, self.worker_id)
+            state = self.book.state(session_id) if outcome.mine else None
+            if outcome.mine and (state is None or state.worker == self.worker_id):
+                return None
+        self._drop(session_id)
+        return "another worker serves its session now"
 
     def _drop(self, session_id: str) -> None:
         """Forget a lease another worker took: its next call is admitted afresh."""
