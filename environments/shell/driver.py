@@ -132,8 +132,10 @@ class SessionShell:
 
     def restore(self, env: dict[str, str], cwd: str) -> None:
         """Make ``env`` and ``cwd`` the session's state (a session continued from another
-        worker); the next command replays them into the shell, started or not."""
+        worker); the next command replays them into the shell, started or not. A shell
+        started next is this state's first, not a restart: nothing of it was lost."""
         self.env, self.cwd = dict(env), cwd
+        self._resting = self._channel is None or self._resting
         self._started_once = True
 
     def rest(self) -> None:

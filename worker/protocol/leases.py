@@ -62,6 +62,28 @@ redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
 return {2, holder or ''}
 """
 
+# Store a session's state only while ARGV[1] holds its lease: a worker that lost the lease
+# (its presence lapsed, another took the session over) must not overwrite what the new
+# holder recorded, or the session's next move would rebuild a stale cwd and environment.
+_RECORD = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+return 1
+"""
+
+# The lease's holder, and whether a result of the call was delivered already. A call about
+# to run on the holder renews the lease and the session's state: both outlive the
+# session's *last* call by the retention (a call that changes nothing writes no state).
+_STILL_MINE = """
+local holder = redis.call('GET', KEYS[1]) or ''
+local delivered = redis.call('EXISTS', KEYS[2])
+if holder == ARGV[1] and delivered == 0 then
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
+end
+return {holder, delivered}
+"""
+
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -121,6 +143,8 @@ class LeaseBook:
         self._route = client.register_script(_ROUTE)
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
+        self._record = client.register_script(_RECORD)
+        self._still_mine = client.register_script(_STILL_MINE)
 
     # -- presence ----------------------------------------------------------------------
 
@@ -181,11 +205,31 @@ class LeaseBook:
 
     # -- session state -----------------------------------------------------------------
 
-    def record(self, session_id: str, state: SessionState) -> None:
-        """Store the session's state for the worker that serves it next."""
+    def record(self, session_id: str, state: SessionState) -> bool:
+        """Store the session's state for the worker that serves it next, if ``state.worker``
+        holds its lease (False, nothing stored: another worker serves the session now)."""
         # json, not pydantic's serialiser: a value or cwd the shell reported in bytes that
         # are not UTF-8 is held as surrogate escapes, which only json writes (as \udcXX).
-        self.client.set(state_key(session_id), json.dumps(state.model_dump()), ex=self.retention)
+        return bool(
+            self._record(
+                keys=[lease_key(session_id), state_key(session_id)],
+                args=[state.worker, json.dumps(state.model_dump()), self.retention],
+            )
+        )
+
+    def still_mine(
+        self, session_id: str, worker_id: str, delivered_key: str
+    ) -> tuple[str | None, bool]:
+        """``(holder, delivered)`` for a call of ``session_id`` that ``worker_id`` took in
+        and is about to run: the lease's holder (None: nobody) and whether a result of the
+        call was delivered already (``delivered_key`` exists: declared lost while it
+        queued). When ``worker_id`` holds it, the lease and the session's state are
+        renewed for another ``retention``."""
+        holder, delivered = self._still_mine(
+            keys=[lease_key(session_id), delivered_key, state_key(session_id)],
+            args=[worker_id, self.retention],
+        )
+        return (_s(holder) or None), bool(int(delivered))
 
     def state(self, session_id: str) -> SessionState | None:
         """The session's last recorded state (None: never recorded or expired)."""

@@ -12,7 +12,8 @@ however long commands run. Here:
 * a session with ``per_session`` calls already in flight gets ``busy`` for the
   next one at once, instead of an unbounded queue;
 * :meth:`SessionDispatcher.drain` lets a shutting-down worker finish (or
-  cancel) what it took.
+  cancel) what it took; :meth:`SessionDispatcher.sessions` and ``on_idle`` tell it
+  which sessions still have calls here, and when each has none left.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class SessionDispatcher:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._in_flight = 0
+        self.on_idle: Callable[[str], object] | None = None
+        """Called with a session's id when its last call in flight here was answered (on
+        the runner thread; its errors are logged)."""
 
     def submit(self, session_id: str, job: Job) -> None:
         """Run ``job`` after the session's earlier calls. Raises :class:`Busy` (and runs
@@ -84,8 +88,19 @@ class SessionDispatcher:
                     state.running = False
                     del self._sessions[session_id]
                     self._idle.notify_all()
-                    return
+                    break
                 job = state.waiting.popleft()
+        on_idle = self.on_idle
+        if on_idle is not None:
+            try:
+                on_idle(session_id)
+            except Exception:
+                log.warning("the hook of a session with no call left failed", exc_info=True)
+
+    def sessions(self) -> set[str]:
+        """The sessions with calls running or queued here."""
+        with self._lock:
+            return set(self._sessions)
 
     def in_flight(self) -> int:
         """Calls taken in and not yet answered."""

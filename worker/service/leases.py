@@ -13,7 +13,12 @@ Contracts:
   variables, ends the previous worker's stale shell where this worker can
   reach it, and says what could not be restored.
 * After a call, :meth:`SessionLeases.record` stores the session's state when it
-  changed (one write, none when nothing changed).
+  changed (one write, none when nothing changed), and only while this worker holds
+  the lease.
+* Before a call it took in runs, :meth:`SessionLeases.confirm` says whether it still
+  may: a worker whose presence lapsed (paused, cut off) while calls queued may have
+  lost the session to another worker, which serves it now, and the queued calls were
+  declared lost; running them later would run a command twice over two workers.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import threading
 from environments.base import Environment, ShellIdentity, ShellState
 from environments.pool import SandboxPool
 from worker.protocol.leases import Acquired, LeaseBook, SessionState
+from worker.service.stranded_calls import register_own_queue
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +61,9 @@ class SessionLeases:
         if not self.book.announce(self.worker_id, self.own_queue):
             with self._lock:
                 self._held.clear()
+            # Present (again): its own queue is consumed, so calls sent there wait for it
+            # instead of being moved to the shared queue (``worker.service.stranded_calls``).
+            register_own_queue(self.book.client, self.own_queue, self.worker_id)
 
     def withdraw(self) -> None:
         """Give up every lease and the presence (graceful shutdown)."""
@@ -89,6 +98,15 @@ class SessionLeases:
                     return Acquired(mine=True, taken_over_from=state.worker)
         return outcome
 
+    def release_idle(self, busy: set[str]) -> int:
+        """Give up the leases of held sessions not in ``busy`` (a worker stopping: those
+        sessions' next calls move at once instead of waiting out its grace); how many."""
+        with self._lock:
+            idle = self._held - busy
+        for session_id in idle:
+            self.release(session_id)
+        return len(idle)
+
     def release(self, session_id: str) -> None:
         """This worker no longer serves ``session_id`` (its sandboxes here are closed)."""
         with self._lock:
@@ -104,6 +122,32 @@ class SessionLeases:
     def holds(self, session_id: str) -> bool:
         with self._lock:
             return session_id in self._held
+
+    def confirm(self, session_id: str, delivered_key: str) -> str | None:
+        """Why a call this worker took in for ``session_id`` must not run now (None: it
+        may run; its lease and state are renewed): it was answered already
+        (``delivered_key``, its ``delivered`` mark, exists: declared lost while it
+        queued), or another worker serves the session now, or did meanwhile. A lease
+        that expired unused (idle past the retention) is taken again when no other
+        worker recorded the session since."""
+        holder, delivered = self.book.still_mine(session_id, self.worker_id, delivered_key)
+        if delivered:
+            return "it was answered already (declared lost) while it queued"
+        if holder == self.worker_id:
+            return None
+        if holder is None:
+            outcome = self.book.acquire(session_id, self.worker_id)
+            state = self.book.state(session_id) if outcome.mine else None
+            if outcome.mine and (state is None or state.worker == self.worker_id):
+                return None
+        self._drop(session_id)
+        return "another worker serves its session now"
+
+    def _drop(self, session_id: str) -> None:
+        """Forget a lease another worker took: its next call is admitted afresh."""
+        with self._lock:
+            self._held.discard(session_id)
+            self._recorded.pop(session_id, None)
 
     def serves_elsewhere(self, session_id: str) -> bool:
         """True while another present worker holds the session's lease."""
@@ -122,7 +166,7 @@ class SessionLeases:
         with self._lock:
             if self._recorded.get(session_id) == seen:
                 return  # most calls change nothing: no write, no serialising
-        self.book.record(
+        stored = self.book.record(
             session_id,
             SessionState(
                 worker=self.worker_id,
@@ -134,6 +178,9 @@ class SessionLeases:
                 shell_start=shell.start_time if shell else None,
             ),
         )
+        if not stored:  # another worker took the session over meanwhile: its state stands
+            self._drop(session_id)
+            return
         with self._lock:
             self._recorded[session_id] = seen
 

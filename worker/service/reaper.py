@@ -28,9 +28,7 @@ def reap_lost_calls(ledger: CallLedger) -> list[str]:
     return lost
 
 
-def _kept(
-    pool: SandboxPool, leases: SessionLeases | None, backend: str, session_id: str
-) -> bool:
+def _kept(pool: SandboxPool, leases: SessionLeases | None, backend: str, session_id: str) -> bool:
     """A sandbox stays while its session runs processes here or a present worker serves it."""
     if pool.keep_alive(session_id, backend):
         return True
@@ -55,6 +53,7 @@ class Reaper(threading.Thread):
         leases: SessionLeases | None = None,
         adopt: Callable[[], object] | None = None,
         take_over: Callable[[str], object] | None = None,
+        requeue: Callable[[], object] | None = None,
     ) -> None:
         super().__init__(name="sbx-reaper", daemon=True)
         self.ledger, self.interval, self.pool = ledger, interval, pool
@@ -66,6 +65,8 @@ class Reaper(threading.Thread):
         self.take_over = take_over
         """``take_over(session_id)``: a lost call's session -- end what its dead worker left
         running in a sandbox this worker can reach."""
+        self.requeue = requeue
+        """Moves calls stranded on absent workers' own queues to the shared queue."""
         self._next_orphan_sweep = 0.0
         self._stop_event = threading.Event()
 
@@ -78,6 +79,11 @@ class Reaper(threading.Thread):
                 reap_lost_calls(self.ledger)
                 if self.take_over is not None:
                     self._take_over_orphans(self.take_over)
+            if self.requeue is not None:
+                try:
+                    self.requeue()
+                except (redis.RedisError, OSError):  # the broker is away: next pass
+                    log.debug("could not look for calls on absent workers' queues", exc_info=True)
             if self.adopt is not None:
                 try:
                     self.adopt()

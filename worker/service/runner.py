@@ -31,7 +31,8 @@ from worker.service.process_wiring import (
 from worker.service.processes import ProcessManager
 from worker.service.reaper import Reaper
 from worker.service.receipt_ops import register_receipt_tasks
-from worker.service.runtime import configure_runtime, runtime
+from worker.service.runtime import WorkerRuntime, configure_runtime, runtime
+from worker.service.stranded_calls import stranded_requeuer
 from worker.service.tasks import register_tasks
 from worker.settings import Settings
 
@@ -40,6 +41,16 @@ log = logging.getLogger(__name__)
 
 def _tick() -> None:
     """A timer entry that only wakes the worker's event loop (see ``run_worker``)."""
+
+
+def _release_idle(svc: WorkerRuntime) -> None:
+    """Give up the leases of the sessions with no call in flight in ``svc`` (stopping)."""
+    if svc.leases is None or svc.dispatcher is None:
+        return
+    try:
+        svc.leases.release_idle(svc.dispatcher.sessions())
+    except Exception:
+        log.warning("could not give up the leases of idle sessions", exc_info=True)
 
 
 def worker_app(settings: Settings, broker_url: str | None = None) -> Celery:
@@ -112,6 +123,7 @@ def run_worker(
             take_over=(
                 functools.partial(svc.leases.take_over, pool=svc.pool) if svc.leases else None
             ),
+            requeue=stranded_requeuer(svc, url),
         )
         r.start()
         reaper.append(r)
@@ -126,9 +138,19 @@ def run_worker(
     def _shutting_down(**_: Any) -> None:
         # SIGTERM: Celery takes no new calls and waits for the running ones; after the
         # grace, they are cancelled (their trees killed, each answered "cancelled").
-        timer = threading.Timer(settings.shutdown_grace, runtime().heartbeat.cancel_all)
+        svc = runtime()
+        timer = threading.Timer(settings.shutdown_grace, svc.heartbeat.cancel_all)
         timer.daemon = True
         timer.start()
+        if svc.leases is not None and svc.dispatcher is not None:
+            # This worker takes no call any more: a session with none running here is
+            # given up now (its calls move at once instead of queueing, unserved, on this
+            # worker's own queue until the grace is over); the others when they finish.
+            svc.dispatcher.on_idle = svc.leases.release
+            # One round trip per session: off the signal handler, which Celery waits on.
+            threading.Thread(
+                target=_release_idle, args=(svc,), name="sbx-release", daemon=True
+            ).start()
 
     exit_status: list[int] = []
 

@@ -16,7 +16,7 @@ from process_registry.tokens.formats import is_session_id
 from registry.context import Cancellation
 from registry.core import registry
 from registry.results import tool_error
-from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger
+from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger, delivered_key
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK, TOOLS_TASK
 from worker.service.answer_errors import redact_error
@@ -166,19 +166,33 @@ def _run_taken(
     ``seal`` (on a runner thread of the dispatcher).
 
     A call that waited behind its session's earlier calls until it was cancelled, or
-    until its caller's wait was over, is answered without running."""
+    until its caller's wait was over, is answered without running; so is one whose
+    session another worker took over meanwhile (this worker's presence lapsed), or that
+    was declared lost meanwhile: two workers never run one session's calls."""
     try:
         deadline = call_deadline(message, svc, taken_at)
         if cancel.is_set():  # by the caller, or by the worker shutting down
             result = cancelled_before_start(call_id, cancel.reason)
         elif time.monotonic() >= deadline:
             result = expired_before_start(call_id)
+        elif (stale := _no_longer_ours(svc, call_id, message)) is not None:
+            log.warning("call %s not run: %s", call_id, stale)
+            result = tool_error(f"not run: {stale}; nothing ran: retry the call",
+                                status="cancelled", call_id=call_id)  # fmt: skip
         else:
             result = run_call(message, svc, cancel=cancel, moved_from=moved_from, deadline=deadline)
         deliver_result(svc.ledger, call_id, result, seal)
         return result
     finally:
         svc.heartbeat.finish(call_id)
+
+
+def _no_longer_ours(svc: WorkerRuntime, call_id: str, message: ToolCallMessage) -> str | None:
+    """Why a session call taken in here must not run now (None: it may). One round trip:
+    a worker paused past its presence (a stopped process, a frozen VM) resumes here."""
+    if svc.leases is None or not uses_session(message):
+        return None
+    return svc.leases.confirm(message.session_id, delivered_key(call_id))
 
 
 def _hand_over(svc: WorkerRuntime, message: ToolCallMessage, queue: str, holder: str) -> None:
