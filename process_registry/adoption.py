@@ -22,6 +22,7 @@ restarting workers never both take one):
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from .checkpoints import adoptable
@@ -62,12 +63,20 @@ def _decide_in_sandbox(rec: ProcessRecord, env: Environment) -> tuple[Action, st
     return "finalize", "ended"
 
 
-def adopt_all(reg: ProcessTable) -> AdoptionReport:
-    """Apply the rules of the module docstring to every checkpoint of ``reg``'s home."""
+def adopt_all(
+    reg: ProcessTable, select: Callable[[ProcessRecord], bool] | None = None
+) -> AdoptionReport:
+    """Apply the rules of the module docstring to every checkpoint of ``reg``'s home
+    (only those ``select`` accepts, when given).
+
+    Safe to repeat while the worker runs (another worker of the home may die at any
+    time): a process this table tracks, or whose writer still runs, is left alone, and
+    the home's lock keeps two workers from taking the same checkpoint.
+    """
     report = AdoptionReport()
     with reg.checkpoints.locked():
         for rec in reg.checkpoints.load_all():
-            if reg.tracks(rec.process_id):
+            if reg.tracks(rec.process_id) or (select is not None and not select(rec)):
                 continue
             if reg.receipts.exists(rec.process_id):
                 if reg.on_finished is not None:

@@ -293,9 +293,10 @@ class ProcessTable(ProcessCompletion, ProcessObserving):
 
     # -- adoption and shutdown -------------------------------------------------------------
 
-    def adopt_all(self) -> AdoptionReport:
-        """Take over the checkpoints of dead workers (see :mod:`process_registry.adoption`)."""
-        return adopt_all(self)
+    def adopt_all(self, select: Callable[[ProcessRecord], bool] | None = None) -> AdoptionReport:
+        """Take over the checkpoints of dead workers (see :mod:`process_registry.adoption`);
+        only those ``select`` accepts, when given."""
+        return adopt_all(self, select)
 
     def adopt_one(self, record: ProcessRecord, env: Environment) -> AdoptionReport:
         """Adopt one process of a dead worker recorded elsewhere (see

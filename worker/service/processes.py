@@ -45,7 +45,7 @@ from registry.tools.process import ProcessArgs
 from worker.protocol.ledger import read_route
 from worker.protocol.receipt_homes import home_id
 from worker.service.boundary import error_fields
-from worker.service.fleet_processes import SharedCheckpoints, adopt_orphans
+from worker.service.fleet_processes import SharedCheckpoints, adopt_orphans, shares_processes
 from worker.service.forwarding import ProcessForwarder
 from worker.service.process_routes import ProcessRoutes
 from worker.settings import Settings
@@ -266,7 +266,7 @@ class ProcessManager:
         route = read_route(self.redis, process_id) if self.redis is not None else None
         if (route or {}).get("session") != session_id:
             return None  # not this session's: answered as unknown, like any other id
-        self.adopt_orphans(only=process_id)
+        self.adopt_absent(only=process_id)
         if self.table.tracks(process_id) or self.table.receipts.exists(process_id):
             return None
         return _error(
@@ -331,6 +331,32 @@ class ProcessManager:
             "finalized": report.finalized,
             "skipped": report.skipped,
         }
+
+    def adopt_absent(self, only: str | None = None) -> builtins.list[str]:
+        """While the worker runs (its reaper, an action for a process whose worker is
+        gone): adopt what absent workers left -- this home's local processes, whose
+        writer died (another worker of this home: it may never be restarted, and the
+        processes would have no receipt till one is), then the fleet's orphans. The ids
+        adopted; ``only`` limits it to one process."""
+
+        def local(rec: ProcessRecord) -> bool:
+            if only is not None and rec.process_id != only:
+                return False
+            # The others are the fleet's: taken from the shared copy, one worker each.
+            return self.shared is None or not shares_processes(rec.backend)
+
+        report = self.table.adopt_all(local)
+        for process_id in report.adopted:
+            owner = self.table.owner_of(process_id)
+            if owner is not None:
+                self.routes.record(process_id, owner)
+        if report.adopted or report.finalized:
+            log.info(
+                "adoption of absent workers' processes: %d adopted, %d finalized",
+                len(report.adopted),
+                len(report.finalized),
+            )
+        return report.adopted + self.adopt_orphans(only)
 
     def adopt_orphans(self, only: str | None = None) -> builtins.list[str]:
         """Take over processes of absent workers in sandboxes this worker can reach
