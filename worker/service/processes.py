@@ -28,7 +28,7 @@ from typing import Any
 import redis
 
 from environments.base import Environment
-from environments.errors import WorkdirNotFound
+from environments.errors import SandboxError, WorkdirNotFound
 from environments.pool import SandboxPool
 from environments.registry import backend_class
 from process_registry.models import (
@@ -172,7 +172,14 @@ class ProcessManager:
                     workdir=args.workdir,
                     pty=bool(getattr(args, "pty", False)),
                 )
-        except (WorkdirNotFound, PtyUnsupported, ProcessTableError, ValueError) as exc:
+        except (
+            WorkdirNotFound,
+            PtyUnsupported,
+            ProcessTableError,
+            SandboxError,
+            ValueError,
+        ) as exc:
+            # SandboxError: the sandbox died or cannot start; a tool error, as documented.
             return _error(str(exc), "error")
         self.routes.record(rec.process_id, ctx.session_id)
         return {"process_id": rec.process_id, "pid": rec.pid, "status": "running"}
