@@ -95,6 +95,14 @@ def adopt_all(
             if action == "skip":
                 report.skipped[rec.process_id] = reason
                 continue
+            if reg.claim is not None and not reg.claim(rec):
+                # Another worker adopted it from the fleet's copy while its writer was
+                # gone: it is theirs (one watcher, one receipt); this copy goes.
+                with contextlib.suppress(Exception):
+                    reg.checkpoints.take_over(rec)
+                    reg.checkpoints.remove(rec.process_id)
+                report.skipped[rec.process_id] = "another worker took it over"
+                continue
             rec = reg.checkpoints.take_over(rec)
             _apply(reg, rec, env, action, report)
     return report

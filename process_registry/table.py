@@ -100,6 +100,10 @@ class ProcessTable(ProcessCompletion, ProcessObserving):
         self.on_finished = on_finished
         self.on_started = on_started
         self.writer_gone: Callable[[WriterIdentity], bool] = writer_gone or WriterIdentity.is_gone
+        self.claim: Callable[[ProcessRecord], bool] | None = None
+        """``claim(record)``, asked before this home adopts a dead writer's checkpoint:
+        False when another worker took the process over (a fleet's shared copy), and
+        then this home's checkpoint is dropped (None: every checkpoint is this home's)."""
         ensure_private_dir(self.home)
         self.environment_lookup = environment_lookup
         self.continuations = ContinuationStore(self.home)

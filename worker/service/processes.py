@@ -134,6 +134,18 @@ class ProcessManager:
             log.warning("cannot re-attach the sandbox of process %s", rec.process_id)
             return None
 
+    def claim(self, rec: ProcessRecord) -> bool:
+        """Whether this home may adopt its checkpoint ``rec`` of a dead writer: not when
+        another worker of the fleet took the process over from the shared copy (see
+        :meth:`SharedCheckpoints.claim`). A ledger out of reach does not stop adoption."""
+        if self.shared is None:
+            return True
+        try:
+            return self.shared.claim(rec)
+        except redis.RedisError:
+            log.warning("could not claim the shared checkpoint of %s", rec.process_id)
+            return True
+
     def _unroute(self, process_id: str, owner: str) -> None:
         """A finished process: the fleet's copy of its checkpoint goes, and its route
         (see :mod:`worker.service.process_routes`)."""
@@ -316,15 +328,11 @@ class ProcessManager:
 
         Finalized ones lose their route (see ``_unroute``): their receipt answers.
         """
-        before = {rec.process_id: rec for rec in self.table.checkpoints.load_all()}
-        report = self.table.adopt_all()
+        report = self.table.adopt_all()  # claims the fleet's copy first: see ``claim``
         for process_id in report.adopted:
             owner = self.table.owner_of(process_id)
             if owner is not None:
                 self.routes.record(process_id, owner)
-            if self.shared is not None and process_id in before:
-                # This home's restarted worker took it: the fleet's copy says so too.
-                self.shared.take(before[process_id])
         report.adopted.extend(self.adopt_orphans())
         if report.adopted or report.finalized or report.skipped:
             log.info(
