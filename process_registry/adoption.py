@@ -78,6 +78,12 @@ def adopt_all(
         for rec in reg.checkpoints.load_all():
             if reg.tracks(rec.process_id) or (select is not None and not select(rec)):
                 continue
+            if not reg.writer_gone(rec.writer):
+                # Asked first: a live worker's process is its own, whatever else is
+                # true of it (its receipt being written), and no sandbox is looked up
+                # for it here (repeated passes would open its session in this pool).
+                report.skipped[rec.process_id] = "its writer is still running"
+                continue
             if reg.receipts.exists(rec.process_id):
                 if reg.on_finished is not None:
                     with contextlib.suppress(Exception):
