@@ -97,7 +97,10 @@ def adopt_all(
             if env is None:
                 report.skipped[rec.process_id] = "its environment is not reachable"
                 continue
-            action, reason = _decide(reg, rec, env)
+            try:
+                action, reason = _decide(reg, rec, env)
+            except Exception as exc:  # its sandbox cannot answer now: a later pass asks again
+                action, reason = "skip", f"its sandbox cannot be asked now: {exc}"
             if action == "skip":
                 report.skipped[rec.process_id] = reason
                 continue
@@ -125,7 +128,12 @@ def adopt_one(reg: ProcessTable, rec: ProcessRecord, env: Environment) -> Adopti
     if reg.receipts.exists(rec.process_id):
         report.finalized.append(rec.process_id)
         return report
-    action, _ = _decide_in_sandbox(rec, env)
+    try:
+        action, _ = _decide_in_sandbox(rec, env)
+    except Exception:
+        # Taken over already (the fleet's copy names this worker): watch it; the watcher
+        # asks again until the sandbox answers, and an ended process is finalized then.
+        action = "adopt"
     rec = reg.checkpoints.write(rec)
     _apply(reg, rec, env, action, report)
     return report
