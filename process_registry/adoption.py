@@ -22,6 +22,7 @@ restarting workers never both take one):
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from .checkpoints import adoptable
@@ -62,12 +63,26 @@ def _decide_in_sandbox(rec: ProcessRecord, env: Environment) -> tuple[Action, st
     return "finalize", "ended"
 
 
-def adopt_all(reg: ProcessTable) -> AdoptionReport:
-    """Apply the rules of the module docstring to every checkpoint of ``reg``'s home."""
+def adopt_all(
+    reg: ProcessTable, select: Callable[[ProcessRecord], bool] | None = None
+) -> AdoptionReport:
+    """Apply the rules of the module docstring to every checkpoint of ``reg``'s home
+    (only those ``select`` accepts, when given).
+
+    Safe to repeat while the worker runs (another worker of the home may die at any
+    time): a process this table tracks, or whose writer still runs, is left alone, and
+    the home's lock keeps two workers from taking the same checkpoint.
+    """
     report = AdoptionReport()
     with reg.checkpoints.locked():
         for rec in reg.checkpoints.load_all():
-            if reg.tracks(rec.process_id):
+            if reg.tracks(rec.process_id) or (select is not None and not select(rec)):
+                continue
+            if not reg.writer_gone(rec.writer):
+                # Asked first: a live worker's process is its own, whatever else is
+                # true of it (its receipt being written), and no sandbox is looked up
+                # for it here (repeated passes would open its session in this pool).
+                report.skipped[rec.process_id] = "its writer is still running"
                 continue
             if reg.receipts.exists(rec.process_id):
                 if reg.on_finished is not None:
@@ -82,9 +97,20 @@ def adopt_all(reg: ProcessTable) -> AdoptionReport:
             if env is None:
                 report.skipped[rec.process_id] = "its environment is not reachable"
                 continue
-            action, reason = _decide(reg, rec, env)
+            try:
+                action, reason = _decide(reg, rec, env)
+            except Exception as exc:  # its sandbox cannot answer now: a later pass asks again
+                action, reason = "skip", f"its sandbox cannot be asked now: {exc}"
             if action == "skip":
                 report.skipped[rec.process_id] = reason
+                continue
+            if reg.claim is not None and not reg.claim(rec):
+                # Another worker adopted it from the fleet's copy while its writer was
+                # gone: it is theirs (one watcher, one receipt); this copy goes.
+                with contextlib.suppress(Exception):
+                    reg.checkpoints.take_over(rec)
+                    reg.checkpoints.remove(rec.process_id)
+                report.skipped[rec.process_id] = "another worker took it over"
                 continue
             rec = reg.checkpoints.take_over(rec)
             _apply(reg, rec, env, action, report)
@@ -102,7 +128,12 @@ def adopt_one(reg: ProcessTable, rec: ProcessRecord, env: Environment) -> Adopti
     if reg.receipts.exists(rec.process_id):
         report.finalized.append(rec.process_id)
         return report
-    action, _ = _decide_in_sandbox(rec, env)
+    try:
+        action, _ = _decide_in_sandbox(rec, env)
+    except Exception:
+        # Taken over already (the fleet's copy names this worker): watch it; the watcher
+        # asks again until the sandbox answers, and an ended process is finalized then.
+        action = "adopt"
     rec = reg.checkpoints.write(rec)
     _apply(reg, rec, env, action, report)
     return report

@@ -100,6 +100,10 @@ class ProcessTable(ProcessCompletion, ProcessObserving):
         self.on_finished = on_finished
         self.on_started = on_started
         self.writer_gone: Callable[[WriterIdentity], bool] = writer_gone or WriterIdentity.is_gone
+        self.claim: Callable[[ProcessRecord], bool] | None = None
+        """``claim(record)``, asked before this home adopts a dead writer's checkpoint:
+        False when another worker took the process over (a fleet's shared copy), and
+        then this home's checkpoint is dropped (None: every checkpoint is this home's)."""
         ensure_private_dir(self.home)
         self.environment_lookup = environment_lookup
         self.continuations = ContinuationStore(self.home)
@@ -293,9 +297,10 @@ class ProcessTable(ProcessCompletion, ProcessObserving):
 
     # -- adoption and shutdown -------------------------------------------------------------
 
-    def adopt_all(self) -> AdoptionReport:
-        """Take over the checkpoints of dead workers (see :mod:`process_registry.adoption`)."""
-        return adopt_all(self)
+    def adopt_all(self, select: Callable[[ProcessRecord], bool] | None = None) -> AdoptionReport:
+        """Take over the checkpoints of dead workers (see :mod:`process_registry.adoption`);
+        only those ``select`` accepts, when given."""
+        return adopt_all(self, select)
 
     def adopt_one(self, record: ProcessRecord, env: Environment) -> AdoptionReport:
         """Adopt one process of a dead worker recorded elsewhere (see

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from environments.base import Environment, discard_boundary
+from environments.errors import SandboxDead
 
 from .in_context import (
     CONTEXT_BYTES,
@@ -138,6 +139,8 @@ def inside_char(before: bytes, data: bytes) -> int:
 
 def unreadable(exc: OSError) -> str:
     """Why an output file could not be read, in words that name no host path."""
+    if isinstance(exc, SandboxDead):  # a ConnectionError: no errno, but nothing planted
+        return "its sandbox is gone"
     if exc.errno == errno.ELOOP:
         return "it was replaced by a symbolic link"
     if isinstance(exc, IsADirectoryError):

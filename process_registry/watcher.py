@@ -52,6 +52,8 @@ class ExitWatcher:
         self._fds: dict[int, str] = {}
         self._keys: dict[str, int] = {}
         self._polled: dict[str, _Polled] = {}
+        self._failing: set[str] = set()
+        """Polled keys whose last ``is_running`` raised (logged once, not every poll)."""
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
         self._stopped = False
@@ -178,9 +180,16 @@ class ExitWatcher:
         for key, entry in polled:
             try:
                 running = entry.env.is_running(entry.process)
-            except Exception:
-                log.exception("is_running failed for %s", key)
+            except Exception as exc:
+                # The sandbox cannot answer now (a host out of reach): the process is not
+                # taken for ended, and is asked after again at the next poll.
+                if key not in self._failing:
+                    self._failing.add(key)
+                    log.warning("cannot tell whether %s still runs (asking again): %s", key, exc)
                 continue
+            if key in self._failing:
+                self._failing.discard(key)
+                log.info("%s can be asked after again", key)
             if not running:
                 with self._lock:
                     if self._polled.pop(key, None) is None:

@@ -62,6 +62,7 @@ exit 0
 members of its group and the extra PIDs (found by an earlier pass). Signal 0 only probes.
 Prints ``sbx-pids`` (every pid considered) and ``sbx-alive`` (the live ones signalled)."""
 
+
 def spawn_script(start: str, check: str = "") -> str:
     """A script with the args ``WORKDIR COMMAND OUTPUT STATUS EXPORTS [MORE...]``: it
     exports EXPORTS, runs ``check`` (a refusal before anything is made), enters WORKDIR
@@ -232,6 +233,11 @@ class HelperOps:
     shell: SessionShell
     where: str = "the sandbox"
     can_punch_holes = True
+    dead_means_ended = True
+    """A :class:`SandboxDead` from ``_helper`` means the sandbox (and every process in it)
+    ended: a removed container, a stopped cloud sandbox. False for a host reached over the
+    network (ssh), where it only means the host cannot be reached now: its processes run
+    on, and must not be taken for ended."""
 
     def _helper(
         self, script: str, args: list[str], stdin: bytes | None = None
@@ -285,13 +291,17 @@ class HelperOps:
 
         Only the helper's own word (or a gone sandbox) says gone: an answer that is
         neither (an exec whose output was lost under load) is asked again, then raises
-        :class:`~environments.errors.SandboxError` -- never taken for an ended process."""
+        :class:`~environments.errors.SandboxError` -- never taken for an ended process.
+        An unreachable sandbox that may still run (see :attr:`dead_means_ended`) raises
+        :class:`SandboxDead`: the caller asks again later."""
         text = ""
         for _ in range(_STAT_ATTEMPTS):
             try:
                 _, out = self._helper(STAT, [str(pid)])
             except SandboxDead:
-                return None
+                if self.dead_means_ended:
+                    return None
+                raise
             text = out.decode(errors="replace").strip()
             if text == "sbx-gone":
                 return None

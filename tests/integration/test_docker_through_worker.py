@@ -47,3 +47,29 @@ def test_containers_are_checked_by_the_approval_policy(docker_client: SandboxCli
     assert refused["status"] == "approval_required"
     assert run(docker_client, "rm -rf /")["status"] == "blocked"
     assert run(docker_client, "echo 'rm -rf /' is only text")["exit_code"] == 0
+
+
+def test_background_work_goes_on_after_the_container_died(
+    docker_client: SandboxClient, docker_client_ready: Any
+) -> None:
+    """A container that died (removed, OOM-killed, the engine restarted) under a running
+    process: the process gets its ``lost`` receipt, and later background starts need no
+    foreground command first -- at most the first one fails, saying so."""
+    running = docker_client.start("echo up; exec sleep 300")
+    api = docker_client_ready.api
+    (container,) = api.containers(filters={"label": ["sbx=1", "sbx.session=dock"]})
+    api.remove_container(container["Id"], force=True)
+    final = docker_client.wait(running.process_id, timeout=60)
+    assert (final.status, final.exit_code) == ("lost", None)
+    receipt = docker_client.receipt(running.process_id)
+    assert "not a regular file" not in receipt.output, receipt.output
+    answers = [
+        json.loads(docker_client.tool_call("terminal", {"command": "exit 4", "background": True}))
+        for _ in range(2)
+    ]
+    first, second = answers
+    if "error" in first:  # the call that met the dead container says so, as a tool error
+        assert first["status"] == "error" and "Tool execution failed" not in first["error"]
+    assert second["status"] == "running", answers
+    done = docker_client.wait(second["process_id"], timeout=60)
+    assert (done.status, done.exit_code) == ("exited", 4)

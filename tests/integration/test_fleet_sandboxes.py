@@ -169,3 +169,46 @@ def test_a_dead_workers_foreground_command_is_ended_by_another_workers_reaper(
     wait_until(lambda: not stale_running(), 120, "the stale command to be ended")
     moved = run(client, "echo here")
     assert moved["output"] == "here\n" and moved["session_moved"] is True
+
+
+def test_a_process_taken_over_is_not_adopted_again_by_its_restarted_worker(
+    docker_api: Any, fleet_of: Any
+) -> None:
+    """Worker A dies; worker B takes A's docker process over from the fleet's copy; A is
+    restarted on its home, whose checkpoint still names the process: it must leave it to B
+    (one watcher, one receipt), not adopt it a second time."""
+    fleet: Fleet = fleet_of(
+        2, SBX_BACKEND="docker", SBX_DOCKER_IMAGE=DOCKER_IMAGES["busybox"], **FAST
+    )
+    session = "fl-once-" + secrets.token_hex(3)
+    client = fleet.client(session)
+    gate = f"/tmp/fleet-go-{session}"
+    started = client.start(f"while [ ! -e {gate} ]; do sleep 0.1; done; echo done; exit 7")
+    first = holder(fleet, session)
+    other = 1 - first
+    ledger = redis.Redis.from_url(fleet.ledger_url or fleet.broker_url, decode_responses=True)
+    fleet.kill(first)
+
+    def taken_by_other() -> bool:
+        raw = ledger.hget("sbx:checkpoints", started.process_id)
+        return raw is not None and json.loads(raw)["writer"]["pid"] == fleet.pid(other)
+
+    wait_until(taken_by_other, 120, "the other worker to take the process over")
+    restarted = fleet.start(first)
+    wait_until(lambda: "ready on" in restarted.log(), 120, "the restarted worker to be ready")
+    (container,) = docker_api.containers(filters={"label": [f"sbx.session={session}"]})
+    docker_api.exec_start(docker_api.exec_create(container["Id"], ["touch", gate])["Id"])
+    final = client.wait(started.process_id, timeout=60)
+    assert (final.status, final.exit_code) == ("exited", 7)
+    # The receipt is written before the waiters are released: both homes are settled.
+    holding = [
+        i
+        for i, home in enumerate(fleet.homes)
+        if (home / "logs" / "process-results" / f"{started.process_id}.json").exists()
+    ]
+    assert holding == [other]
+    wait_until(
+        lambda: not (fleet.homes[first] / "checkpoints" / f"{started.process_id}.json").exists(),
+        60,
+        "the restarted worker's stale checkpoint to go",
+    )

@@ -23,6 +23,7 @@ from environments.registry import backend_class
 from process_registry.models import ProcessRecord, WriterIdentity
 from process_registry.table import ProcessTable
 from worker.protocol.leases import LeaseBook
+from worker.protocol.ledger import receipt_route_key
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,17 @@ class SharedCheckpoints:
             if self.writer_gone(rec.writer):
                 found.append(rec)
         return found
+
+    def claim(self, record: ProcessRecord) -> bool:
+        """Before a home adopts its own checkpoint ``record`` of a dead writer: True when
+        this worker may (it took the shared copy over from that writer, or the process
+        was never shared and has no receipt elsewhere); False when another worker took
+        it over or wrote its receipt. Raises ``redis.RedisError``."""
+        if not shares_processes(record.backend) or self.take(record) is not None:
+            return True
+        if self.client.hexists(SHARED_CHECKPOINTS, record.process_id):
+            return False  # its writer is someone else now
+        return not self.client.exists(receipt_route_key(record.process_id))
 
     def take(self, record: ProcessRecord) -> ProcessRecord | None:
         """Become the writer of ``record``; None when another worker took it first."""

@@ -46,6 +46,7 @@ def install_process_manager(
         )
         service.shared = shared
         service.table.writer_gone = shared.writer_gone
+        service.table.claim = service.claim
         service.table.on_started = shared.put
     runtime.components["processes"] = service
     runtime.pool.keep_alive = service.holds_running

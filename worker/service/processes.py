@@ -28,7 +28,7 @@ from typing import Any
 import redis
 
 from environments.base import Environment
-from environments.errors import WorkdirNotFound
+from environments.errors import SandboxError, WorkdirNotFound
 from environments.pool import SandboxPool
 from environments.registry import backend_class
 from process_registry.models import (
@@ -45,7 +45,7 @@ from registry.tools.process import ProcessArgs
 from worker.protocol.ledger import read_route
 from worker.protocol.receipt_homes import home_id
 from worker.service.boundary import error_fields
-from worker.service.fleet_processes import SharedCheckpoints, adopt_orphans
+from worker.service.fleet_processes import SharedCheckpoints, adopt_orphans, shares_processes
 from worker.service.forwarding import ProcessForwarder
 from worker.service.process_routes import ProcessRoutes
 from worker.settings import Settings
@@ -134,6 +134,18 @@ class ProcessManager:
             log.warning("cannot re-attach the sandbox of process %s", rec.process_id)
             return None
 
+    def claim(self, rec: ProcessRecord) -> bool:
+        """Whether this home may adopt its checkpoint ``rec`` of a dead writer: not when
+        another worker of the fleet took the process over from the shared copy (see
+        :meth:`SharedCheckpoints.claim`). A ledger out of reach does not stop adoption."""
+        if self.shared is None:
+            return True
+        try:
+            return self.shared.claim(rec)
+        except redis.RedisError:
+            log.warning("could not claim the shared checkpoint of %s", rec.process_id)
+            return True
+
     def _unroute(self, process_id: str, owner: str) -> None:
         """A finished process: the fleet's copy of its checkpoint goes, and its route
         (see :mod:`worker.service.process_routes`)."""
@@ -172,7 +184,14 @@ class ProcessManager:
                     workdir=args.workdir,
                     pty=bool(getattr(args, "pty", False)),
                 )
-        except (WorkdirNotFound, PtyUnsupported, ProcessTableError, ValueError) as exc:
+        except (
+            WorkdirNotFound,
+            PtyUnsupported,
+            ProcessTableError,
+            SandboxError,
+            ValueError,
+        ) as exc:
+            # SandboxError: the sandbox died or cannot start; a tool error, as documented.
             return _error(str(exc), "error")
         self.routes.record(rec.process_id, ctx.session_id)
         return {"process_id": rec.process_id, "pid": rec.pid, "status": "running"}
@@ -266,7 +285,7 @@ class ProcessManager:
         route = read_route(self.redis, process_id) if self.redis is not None else None
         if (route or {}).get("session") != session_id:
             return None  # not this session's: answered as unknown, like any other id
-        self.adopt_orphans(only=process_id)
+        self.adopt_absent(only=process_id)
         if self.table.tracks(process_id) or self.table.receipts.exists(process_id):
             return None
         return _error(
@@ -309,15 +328,11 @@ class ProcessManager:
 
         Finalized ones lose their route (see ``_unroute``): their receipt answers.
         """
-        before = {rec.process_id: rec for rec in self.table.checkpoints.load_all()}
-        report = self.table.adopt_all()
+        report = self.table.adopt_all()  # claims the fleet's copy first: see ``claim``
         for process_id in report.adopted:
             owner = self.table.owner_of(process_id)
             if owner is not None:
                 self.routes.record(process_id, owner)
-            if self.shared is not None and process_id in before:
-                # This home's restarted worker took it: the fleet's copy says so too.
-                self.shared.take(before[process_id])
         report.adopted.extend(self.adopt_orphans())
         if report.adopted or report.finalized or report.skipped:
             log.info(
@@ -331,6 +346,32 @@ class ProcessManager:
             "finalized": report.finalized,
             "skipped": report.skipped,
         }
+
+    def adopt_absent(self, only: str | None = None) -> builtins.list[str]:
+        """While the worker runs (its reaper, an action for a process whose worker is
+        gone): adopt what absent workers left -- this home's local processes, whose
+        writer died (another worker of this home: it may never be restarted, and the
+        processes would have no receipt till one is), then the fleet's orphans. The ids
+        adopted; ``only`` limits it to one process."""
+
+        def local(rec: ProcessRecord) -> bool:
+            if only is not None and rec.process_id != only:
+                return False
+            # The others are the fleet's: taken from the shared copy, one worker each.
+            return self.shared is None or not shares_processes(rec.backend)
+
+        report = self.table.adopt_all(local)
+        for process_id in report.adopted:
+            owner = self.table.owner_of(process_id)
+            if owner is not None:
+                self.routes.record(process_id, owner)
+        if report.adopted or report.finalized:
+            log.info(
+                "adoption of absent workers' processes: %d adopted, %d finalized",
+                len(report.adopted),
+                len(report.finalized),
+            )
+        return report.adopted + self.adopt_orphans(only)
 
     def adopt_orphans(self, only: str | None = None) -> builtins.list[str]:
         """Take over processes of absent workers in sandboxes this worker can reach

@@ -61,7 +61,8 @@ class Reaper(threading.Thread):
         self.orphan_sweep_interval = orphan_sweep_interval
         self.leases = leases
         self.adopt = adopt
-        """Takes over processes of absent workers (run at every pass)."""
+        """Takes over processes of absent workers (run at every pass): the local ones of
+        another worker of this home that died, the fleet's in reachable sandboxes."""
         self.take_over = take_over
         """``take_over(session_id)``: a lost call's session -- end what its dead worker left
         running in a sandbox this worker can reach."""

@@ -119,7 +119,7 @@ def run_worker(
             orphan_max_idle=settings.orphan_max_idle,
             orphan_sweep_interval=settings.orphan_sweep_interval,
             leases=svc.leases,
-            adopt=manager.adopt_orphans if isinstance(manager, ProcessManager) else None,
+            adopt=manager.adopt_absent if isinstance(manager, ProcessManager) else None,
             take_over=(
                 functools.partial(svc.leases.take_over, pool=svc.pool) if svc.leases else None
             ),

@@ -110,6 +110,7 @@ class SSHEnvironment(HelperPtyOps, ShellEnvironment):
 
     backend = "ssh"
     config_model = SSHConfig
+    dead_means_ended = False  # a lost connection is not an ended host: ask again later
 
     def __init__(self, session_id: str, config: BackendConfig | None = None) -> None:
         super().__init__(session_id)

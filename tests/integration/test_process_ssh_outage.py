@@ -1,0 +1,75 @@
+"""A background process on an ssh host outlives an outage of the host's sshd: a real
+worker, a real sshd that is killed (its connections too) and started again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.fixtures_backends import ServiceUnavailable, SSHServer, _wait_listening, running_sshd
+from tests.fixtures_workers import settings_for
+from tests.helpers import wait_until
+from worker.client import SandboxClient
+
+
+@pytest.fixture
+def own_sshd() -> Iterator[SSHServer]:
+    """An sshd of this test's own (the test kills it)."""
+    try:
+        with running_sshd() as server:
+            yield server
+    except ServiceUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def test_a_running_process_is_not_lost_when_sshd_goes_away_for_a_while(
+    own_sshd: SSHServer, sbx_home: Path, start_worker: Any, tmp_path: Path
+) -> None:
+    server = own_sshd
+    start_worker(
+        None,
+        SBX_BACKEND="ssh",
+        SBX_SSH_HOST=server.host,
+        SBX_SSH_PORT=str(server.port),
+        SBX_SSH_USER=server.user,
+        SBX_SSH_KEY_FILE=server.key_file,
+        SBX_SSH_KNOWN_HOSTS=server.known_hosts,
+        SBX_SSH_USE_AGENT="false",
+    )
+    gate = tmp_path / "gate"
+    restarted: subprocess.Popen[bytes] | None = None
+    with SandboxClient(session_id="blip", settings=settings_for(sbx_home, None)) as c:
+        started = c.start(f"while [ ! -e {gate} ]; do sleep 0.05; done; echo fine; exit 5")
+        assert c.poll(started.process_id).status == "running"
+        listener = psutil.Process(server.pid)
+        daemons = [p for p in listener.children(recursive=True) if p.name().startswith("sshd")]
+        for p in [listener, *daemons]:
+            p.kill()
+        psutil.wait_procs([listener, *daemons], timeout=30)
+        # While sshd is away the process is asked after and cannot be reached: it still
+        # runs, as far as anyone can tell, and is never taken for ended.
+        answer = json.loads(
+            c.tool_call("process", {"action": "poll", "process_id": started.process_id})
+        )
+        assert answer["status"] == "running", answer
+        try:
+            restarted = subprocess.Popen(
+                ["/usr/sbin/sshd", "-D", "-e", "-f", f"{server.directory}/sshd_config"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            wait_until(lambda: _wait_listening(server.port, restarted), 60, "sshd again")
+            gate.touch()
+            final = c.wait(started.process_id, timeout=90)
+            assert (final.status, final.exit_code) == ("exited", 5), final
+            receipt = c.receipt(started.process_id)
+            assert (receipt.status, receipt.exit_code, receipt.output) == ("exited", 5, "fine\n")
+        finally:
+            if restarted is not None:
+                restarted.kill()
+                restarted.wait()
