@@ -4,7 +4,9 @@ Local processes are watched through pidfds in one epoll set: the kernel makes
 a pidfd readable the moment its process exits, so an exit is seen in
 microseconds and costs nothing while processes run (no per-process thread,
 no sleep loop). Processes of other backends (or when pidfd is unavailable)
-are polled with ``Environment.is_running`` every ``poll_interval`` seconds.
+are polled with ``Environment.is_running`` every ``poll_interval`` seconds; one
+whose ``is_running`` raises (its sandbox cannot be reached) is not taken for ended:
+it is asked again on the next round.
 
 Callbacks run on the watcher thread, one at a time; an exception in a
 callback is logged and never stops the thread.
@@ -52,6 +54,7 @@ class ExitWatcher:
         self._fds: dict[int, str] = {}
         self._keys: dict[str, int] = {}
         self._polled: dict[str, _Polled] = {}
+        self._unanswered: set[str] = set()  # polled keys whose last is_running raised
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
         self._stopped = False
@@ -91,6 +94,7 @@ class ExitWatcher:
         """Stop watching ``key`` (no report will follow)."""
         with self._lock:
             self._polled.pop(key, None)
+            self._unanswered.discard(key)
             fd = self._keys.pop(key, None)
             if fd is not None:
                 self._fds.pop(fd, None)
@@ -178,9 +182,17 @@ class ExitWatcher:
         for key, entry in polled:
             try:
                 running = entry.env.is_running(entry.process)
-            except Exception:
-                log.exception("is_running failed for %s", key)
+            except Exception as exc:
+                # Cannot tell (the sandbox's host is unreachable, say): the process stays
+                # tracked and is asked again next round. One line per outage, not one per
+                # poll (polls come every few milliseconds).
+                if key not in self._unanswered:
+                    self._unanswered.add(key)
+                    log.warning("cannot tell whether %s still runs (%s); asking again", key, exc)
                 continue
+            if key in self._unanswered:
+                self._unanswered.discard(key)
+                log.info("%s answers again", key)
             if not running:
                 with self._lock:
                     if self._polled.pop(key, None) is None:

@@ -31,7 +31,12 @@ from environments.backends.ssh.channel import (
     SSHProcessChannel,
 )
 from environments.config import BackendConfig, config_of
-from environments.errors import BackendUnavailable, SandboxDead, SandboxError
+from environments.errors import (
+    BackendUnavailable,
+    SandboxDead,
+    SandboxError,
+    ServiceUnreachable,
+)
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
@@ -195,8 +200,17 @@ class SSHEnvironment(HelperPtyOps, ShellEnvironment):
     def _helper(
         self, script: str, args: list[str], stdin: bytes | None = None
     ) -> tuple[int, bytes]:
+        """Run ``sh -c SCRIPT sbx ARGS...`` on the host; ``(exit status, stdout)``.
+
+        Raises :class:`~environments.errors.ServiceUnreachable`, never ``SandboxDead``,
+        when the host cannot be reached: the host outlives its connections, so what
+        runs there (a background process) may still run; only the helper's own answer
+        says a process is gone."""
         command = " ".join(shell_quote(a) for a in ["sh", "-c", script, "sbx", *args])
-        pooled, process = self._start_process(command)
+        try:
+            pooled, process = self._start_process(command)
+        except SandboxDead as exc:
+            raise ServiceUnreachable(str(exc)) from exc
 
         async def talk() -> tuple[int | None, bytes]:
             try:
@@ -212,7 +226,7 @@ class SSHEnvironment(HelperPtyOps, ShellEnvironment):
         try:
             status, stdout = LOOP.run(talk(), 120)
         except (OSError, asyncssh.Error, TimeoutError) as exc:
-            raise SandboxDead(f"helper command on {self.where} failed: {exc!r}") from exc
+            raise ServiceUnreachable(f"helper command on {self.where} failed: {exc!r}") from exc
         finally:
             POOL.release(pooled)
         code = status if status is not None else -1
