@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures_workers import settings_for
+from tests.helpers import wait_until
 from worker.client import SandboxClient
 
 IMAGE = "sbx-test-busybox:latest"
@@ -95,3 +96,23 @@ def test_calls_without_the_shell_bring_the_container_back(
     r = _call(client, "terminal", {"command": "pwd"})
     assert r["output"].startswith("[sbx: the session's container"), r
     assert r["output"].endswith("/tmp\n")
+
+
+def test_a_process_of_a_stopped_container_is_lost_and_says_why(
+    client: SandboxClient, api: Any
+) -> None:
+    started = _call(client, "terminal", {"command": "echo begun; sleep 300", "background": True})
+    process_id = started["process_id"]
+    wait_until(
+        lambda: (
+            "begun"
+            in _call(client, "process", {"action": "poll", "process_id": process_id})["output_tail"]
+        ),
+        60,
+        "the process's first output",
+    )
+    _end(api, "kill")
+    done = _call(client, "process", {"action": "wait", "process_id": process_id})
+    assert done["status"] == "lost", done
+    # Why there is no output: the container, not a FIFO planted at the output path.
+    assert done["output_tail"] == "[output unreadable: its sandbox is gone (stopped or removed)]"
