@@ -19,7 +19,13 @@ import pytest
 
 from tests.fixtures_backends import ServiceUnavailable, SSHServer, running_sshd
 from tests.fixtures_workers import settings_for
-from tests.helpers import WorkerProcess, sleeping, unique_sleep_seconds, wait_until
+from tests.helpers import (
+    WorkerProcess,
+    call_in_background,
+    sleeping,
+    unique_sleep_seconds,
+    wait_until,
+)
 from worker.client import SandboxClient
 
 
@@ -112,6 +118,35 @@ def test_background_process_survives_an_unreachable_host(
         if restarted is not None:
             restarted.kill()
             restarted.wait()
+        for proc in psutil.process_iter(["cmdline"]):
+            if proc.info["cmdline"] == ["sleep", seconds]:
+                proc.kill()  # this test's own sleep (its argument is unique)
+
+
+def test_a_command_stranded_by_a_dropped_connection_is_ended_on_reconnect(
+    own_sshd: SSHServer, sbx_home: Path, start_worker: Any
+) -> None:
+    start_worker(None, **_ssh_env(own_sshd))
+    client = SandboxClient(
+        session_id="ssh-strand", backend="ssh", settings=settings_for(sbx_home, None)
+    )
+    seconds = unique_sleep_seconds()
+    try:
+        assert _call(client, "terminal", {"command": "cd /tmp && export KEPT=1"})["exit_code"] == 0
+        thread, outcome = call_in_background(client, f"sleep {seconds}", wait=120)
+        wait_until(lambda: sleeping(seconds), 60, "the command to run on the host")
+        # The connection drops (its sshd processes die); sshd itself and the host stay.
+        for connection in psutil.Process(own_sshd.pid).children():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                connection.kill()
+        thread.join(120)
+        assert outcome and isinstance(outcome[0], str), outcome  # the call ended with it
+        back = _call(client, "terminal", {"command": 'echo "back $KEPT"'})
+        assert back["output"] == "back 1\n", back
+        # The command the dropped shell was running does not run on, orphaned, forever.
+        wait_until(lambda: not sleeping(seconds), 60, "the stranded command to be ended")
+    finally:
+        client.close()
         for proc in psutil.process_iter(["cmdline"]):
             if proc.info["cmdline"] == ["sleep", seconds]:
                 proc.kill()  # this test's own sleep (its argument is unique)
