@@ -24,6 +24,8 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Literal
 
+from environments.errors import SandboxError
+
 from .checkpoints import adoptable
 from .models import ProcessRecord
 from .tracking import AdoptionReport, Tracked, status_file_code
@@ -82,7 +84,14 @@ def adopt_all(reg: ProcessTable) -> AdoptionReport:
             if env is None:
                 report.skipped[rec.process_id] = "its environment is not reachable"
                 continue
-            action, reason = _decide(reg, rec, env)
+            try:
+                action, reason = _decide(reg, rec, env)
+            except SandboxError as exc:
+                # Its sandbox cannot be asked now (an ssh host that is down): what runs
+                # there may well run on, so it is neither taken for ended nor allowed to
+                # stop the adoption of the others. Its checkpoint stays for a later try.
+                report.skipped[rec.process_id] = f"its sandbox cannot be asked: {exc}"
+                continue
             if action == "skip":
                 report.skipped[rec.process_id] = reason
                 continue

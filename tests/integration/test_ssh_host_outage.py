@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,6 +146,32 @@ def test_a_command_stranded_by_a_dropped_connection_is_ended_on_reconnect(
         assert back["output"] == "back 1\n", back
         # The command the dropped shell was running does not run on, orphaned, forever.
         wait_until(lambda: not sleeping(seconds), 60, "the stranded command to be ended")
+    finally:
+        client.close()
+        for proc in psutil.process_iter(["cmdline"]):
+            if proc.info["cmdline"] == ["sleep", seconds]:
+                proc.kill()  # this test's own sleep (its argument is unique)
+
+
+def test_a_restarted_worker_does_not_end_processes_of_an_unreachable_host(
+    own_sshd: SSHServer, sbx_home: Path, start_worker: Any
+) -> None:
+    first: WorkerProcess = start_worker(None, **_ssh_env(own_sshd))
+    client = SandboxClient(
+        session_id="ssh-adopt", backend="ssh", settings=settings_for(sbx_home, None)
+    )
+    seconds = unique_sleep_seconds()
+    try:
+        started = _call(client, "terminal", {"command": f"sleep {seconds}", "background": True})
+        wait_until(lambda: sleeping(seconds), 60, "the background sleep to run on the host")
+        first.stop(signal.SIGKILL)  # its checkpoint stays for the next worker to adopt
+        _kill_sshd(own_sshd)
+        second: WorkerProcess = start_worker(None, **_ssh_env(own_sshd))
+        wait_until(lambda: "adoption:" in second.log(), 60, "the new worker's adoption")
+        assert "0 finalized, 1 skipped" in second.log(), second.log()
+        assert sleeping(seconds)
+        receipts = sbx_home / "logs" / "process-results"
+        assert not any(receipts.glob(f"{started['process_id']}*"))
     finally:
         client.close()
         for proc in psutil.process_iter(["cmdline"]):
