@@ -12,6 +12,7 @@ missing workdir).
 
 from __future__ import annotations
 
+import errno
 from typing import ClassVar
 
 EXIT_FAILURE = 1
@@ -105,3 +106,17 @@ class InvalidCommand(SandboxError, ValueError):
 
 class SandboxDead(SandboxError, ConnectionError):
     """The sandbox or its session shell is gone and could not be brought back."""
+
+
+class NotRegularFile(Invalid, OSError):
+    """A FIFO, socket or device where a file was expected: refused, nothing was read
+    or written (``invalid``; an ``OSError`` too, so callers tolerating unreadable
+    files tolerate this one)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} is not a regular file (a FIFO, socket or device): refused")
+        self.errno = errno.EINVAL
+        self.filename = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # the sentence, not OSError's "[Errno 22] ..." form

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from environments.base import Environment, discard_boundary
-from environments.errors import SandboxDead
+from environments.errors import SandboxDead, SandboxError
 
 from .in_context import (
     CONTEXT_BYTES,
@@ -139,8 +139,11 @@ def inside_char(before: bytes, data: bytes) -> int:
 
 def unreadable(exc: OSError) -> str:
     """Why an output file could not be read, in words that name no host path."""
-    if isinstance(exc, SandboxDead):  # a ConnectionError: no errno, but nothing planted
-        return "its sandbox is gone"
+    # A sandbox error has no errno either: it must not read as a FIFO the sandbox planted.
+    if isinstance(exc, SandboxDead):
+        return "its sandbox is gone (stopped or removed)"
+    if isinstance(exc, SandboxError):
+        return "its sandbox cannot be reached"
     if exc.errno == errno.ELOOP:
         return "it was replaced by a symbolic link"
     if isinstance(exc, IsADirectoryError):

@@ -93,6 +93,7 @@ class ExitWatcher:
         """Stop watching ``key`` (no report will follow)."""
         with self._lock:
             self._polled.pop(key, None)
+            self._failing.discard(key)
             fd = self._keys.pop(key, None)
             if fd is not None:
                 self._fds.pop(fd, None)

@@ -91,7 +91,8 @@ class SandboxShellEnvironment(ShellEnvironment):
     Before a call, a shell whose stream already ended is dropped (the driver
     starts a new one). After a call whose shell died, :meth:`_check_sandbox`
     notices a sandbox that is gone and replaces it, setting ``_vanished``; the
-    result then starts with :attr:`vanished_note` and says ``shell_restarted``.
+    result then starts with :attr:`vanished_note` (or whatever
+    :meth:`_take_sandbox_note` says) and says ``shell_restarted``.
     """
 
     vanished_note: ClassVar[str]
@@ -110,6 +111,17 @@ class SandboxShellEnvironment(ShellEnvironment):
     def _heartbeat(self) -> None:
         """Record the sandbox's activity after a call (for idle sweeps); default: nothing."""
 
+    def _take_sandbox_note(self) -> str:
+        """What the next result must say about the sandbox (``""``: nothing), said once.
+
+        Default: :attr:`vanished_note` after a vanished sandbox was replaced. Backends
+        whose sandbox can also come back without what it held (a restarted container)
+        add their own word here."""
+        if self._vanished:
+            self._vanished = False
+            return self.vanished_note
+        return ""
+
     def _before_exec(self) -> None:
         self._closing = False
         if self._shell_stream_gone():
@@ -119,8 +131,8 @@ class SandboxShellEnvironment(ShellEnvironment):
         if not self.shell.alive and not result.timed_out:
             with contextlib.suppress(SandboxError):
                 self._check_sandbox()  # notices (and replaces) a vanished sandbox
-        note, restarted = "", result.shell_restarted
-        if self._vanished:
-            self._vanished, note, restarted = False, self.vanished_note, True
+        note = self._take_sandbox_note()
         self._heartbeat()
-        return result.exec_result(started, note=note, restarted=restarted)
+        return result.exec_result(
+            started, note=note, restarted=result.shell_restarted or bool(note)
+        )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from environments.base import OUTPUT_ALIGN, HeadTrim, ShellIdentity, SpawnedProcess
-from environments.errors import SandboxDead, SandboxError, WorkdirNotFound
+from environments.errors import NotRegularFile, SandboxDead, SandboxError, WorkdirNotFound
 from environments.shell.driver import SessionShell
 from environments.shell.helper_answers import (
     exports,
@@ -123,11 +123,14 @@ id can only still be held by the process's own members."""
 READ_FILE = r"""
 [ -e "$1" ] || exit 44
 [ -d "$1" ] && exit 45
+[ -f "$1" ] || exit 47
 [ -r "$1" ] || exit 46
 if [ -z "$3" ]; then tail -c +"$(( $2 + 1 ))" -- "$1"
 else tail -c +"$(( $2 + 1 ))" -- "$1" | head -c "$3"; fi
 """
-"""Args: ``PATH OFFSET [LIMIT]``. Writes the file's bytes from OFFSET to stdout."""
+"""Args: ``PATH OFFSET [LIMIT]``. Writes the file's bytes from OFFSET to stdout. Only a
+regular file is opened (47 otherwise): opening a FIFO the sandbox made would block the
+helper, and the worker thread waiting on it, until something writes to it."""
 
 _SIZE = r"""
 size() { s=$(stat -c %s -- "$1" 2>/dev/null) || s=$(( $(wc -c < "$1") )); echo "$s"; }
@@ -175,6 +178,7 @@ READ_OUTPUT = (
 f=$1; lim=$3
 [ -e "$f" ] || exit 44
 [ -d "$f" ] && exit 45
+[ -f "$f" ] || exit 47
 [ -r "$f" ] || exit 46
 start=$(boundary "$(size "$f")" "$4" "$5"); [ "$2" -gt "$start" ] && start=$2
 [ "$lim" -gt 0 ] && tail -c +"$(( start + 1 ))" -- "$f" | head -c "$lim"
@@ -198,6 +202,7 @@ FILE_ERRORS: dict[int, type[OSError]] = {
     44: FileNotFoundError,
     45: IsADirectoryError,
     46: PermissionError,
+    47: NotRegularFile,  # a FIFO, socket or device: never opened (it could block)
 }
 
 

@@ -135,6 +135,7 @@ def _in_sandbox(
     path = raw_path
     try:
         with ctx.pool.use(ctx.session_id, ctx.backend) as env:
+            env.attach()  # a sandbox stopped or removed since the last call comes back first
             path = resolve_path(env, raw_path)
             confine(env, path, policy)  # before approval: never ask about what is refused
             refusal = approval_refusal(judged_as.format(shlex.quote(path)), ctx, held=env)

@@ -89,11 +89,12 @@ def test_restarted_worker_reattaches_by_name(
         assert second.exec("cat /workspace/file").output == "kept\n"
         assert second.container_id == cid
         second.shell.close()
-        # ...and starts it again when it was stopped.
+        # ...and starts it again when it was stopped, saying what the stop took.
         docker_client_ready.api.stop(cid, timeout=1)
         third = _env(docker_client_ready, session, config)
         result = third.exec("echo up")
-        assert (result.output, third.container_id) == ("up\n", cid)
+        assert third.container_id == cid and result.output.endswith("]\nup\n")
+        assert "container had stopped and was started again" in result.output
     finally:
         first.close()
 

@@ -177,6 +177,7 @@ class ProcessManager:
         """
         try:
             with ctx.pool.use(ctx.session_id, ctx.backend) as env:
+                env.attach()  # a sandbox stopped or removed since the last call comes back
                 rec = self.table.start(
                     env,
                     args.command,

@@ -79,6 +79,7 @@ def _upload(call_id: str, args: _TransferArgs, ctx: ToolContext, streams: CallSt
             "nothing was written; send it again"
         )
     with ctx.pool.use(ctx.session_id, ctx.backend) as env:
+        env.attach()  # a sandbox stopped or removed since the last call comes back first
         path = resolve_path(env, args.path)
         confine(env, path, policy_of(ctx.components))
         env.write_file(path, data)
@@ -92,6 +93,7 @@ def _download(
     digest = hashlib.sha256()
     size = 0
     with ctx.pool.use(ctx.session_id, ctx.backend) as env:
+        env.attach()  # a sandbox stopped or removed since the last call comes back first
         path = resolve_path(env, args.path)
         confine(env, path, policy)
         for piece in iter_chunks(env, path, policy.max_bytes):

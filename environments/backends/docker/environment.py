@@ -67,6 +67,7 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
         self._vanished = False
         self._suspect = False
         """A helper exec found the container gone: the next one looks for it again."""
+        self._restarted = False  # a stopped container was started again: say so once
         self._closing = False
         self._channel: DockerExecChannel | None = None
         self._killed: dict[int, set[int]] = {}
@@ -85,7 +86,11 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
         return self._container(verify=self._cid is None)
 
     def attach(self) -> str:
-        return self.container_id
+        """The running container's id, checked now (one inspect): a container stopped or
+        removed since the last call is started again or recreated, and the next command's
+        result says so. Calls that act in the sandbox without the session shell (files,
+        background processes) attach first."""
+        return self._container(verify=True)
 
     def _container(self, *, verify: bool) -> str:
         if self._cid is not None and not verify:
@@ -100,10 +105,24 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
                     self._api.start(cid)
                 except APIError as exc:
                     raise SandboxDead(f"container {self.name} does not start: {exc}") from exc
+                # Its processes did not survive the stop, nor did its tmpfs mounts' files.
+                self._restarted = True
         if self._cid is not None and cid != self._cid:
             self._vanished = True
         self._cid = cid
         return cid
+
+    def _take_sandbox_note(self) -> str:
+        note = super()._take_sandbox_note()
+        restarted, self._restarted = self._restarted, False
+        if note or not restarted:
+            return note  # a new container: the vanished note says all
+        lost = ", ".join(sorted(self.config.tmpfs))
+        files = f"and so are the files under {lost} (in memory)" if lost else "its files stay"
+        return (
+            "[sbx: the session's container had stopped and was started again; "
+            f"processes from before are gone, {files}.]\n"
+        )
 
     def _find(self) -> dict[str, Any] | None:
         """The session's container: by its name, else by its labels (a renamed one)."""

@@ -25,21 +25,7 @@ import stat
 from environments.backends.local.holes import punch_hole
 from environments.backends.local.jailfs import JailFiles
 from environments.base import OUTPUT_ALIGN, HeadTrim, discard_boundary
-from environments.errors import Invalid
-
-
-class NotRegularFile(Invalid, OSError):
-    """A FIFO, socket or device where a file was expected: refused, nothing was read
-    or written (``invalid``; an ``OSError`` too, so callers tolerating unreadable
-    files tolerate this one)."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(f"{path} is not a regular file (a FIFO, socket or device): refused")
-        self.errno = errno.EINVAL
-        self.filename = path
-
-    def __str__(self) -> str:
-        return str(self.args[0])  # the sentence, not OSError's "[Errno 22] ..." form
+from environments.errors import NotRegularFile
 
 
 class LocalFiles:

@@ -30,8 +30,14 @@ from environments.backends.ssh.channel import (
     PooledConnection,
     SSHProcessChannel,
 )
+from environments.base import ShellIdentity
 from environments.config import BackendConfig, config_of
-from environments.errors import BackendUnavailable, SandboxDead, SandboxError
+from environments.errors import (
+    BackendUnavailable,
+    SandboxDead,
+    SandboxError,
+    ServiceUnreachable,
+)
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
@@ -125,6 +131,7 @@ class SSHEnvironment(HelperPtyOps, ShellEnvironment):
         self._channel: SSHProcessChannel | None = None
         self._shell_pid = 0
         self._closing = False
+        self._stranded: ShellIdentity | None = None  # a shell whose connection dropped
         self._killed: dict[int, set[int]] = {}
         self.shell = SessionShell(self._open, self._kill_group, kill_grace=self.config.kill_grace)
 
@@ -179,7 +186,18 @@ class SSHEnvironment(HelperPtyOps, ShellEnvironment):
         self._shell_pid = pid
         channel.on_close = lambda: self._release_shell(channel, pooled, pid)
         self._channel = channel
+        self._end_stranded()
         return channel
+
+    def _end_stranded(self) -> None:
+        # A dropped connection ends no process on the host: the old shell still waits for
+        # the command it ran (an endless loop runs on forever). Once the host answers
+        # again, that shell is killed with its tree -- only if its pid is still that
+        # process (its start time matches), never a reused pid.
+        stranded, self._stranded = self._stranded, None
+        if stranded is not None:
+            with contextlib.suppress(SandboxError, OSError, TimeoutError):
+                self.end_stale_shell(stranded)
 
     def _release_shell(
         self, channel: SSHProcessChannel, pooled: PooledConnection, pid: int
@@ -190,14 +208,27 @@ class SSHEnvironment(HelperPtyOps, ShellEnvironment):
             if not self._closing and not channel.peer_gone:
                 with contextlib.suppress(SandboxError, OSError, TimeoutError):
                     self._helper(scripts.KILL_TREE, ["9", str(pid)])
+            elif not self._closing and self.shell.shell_pid == pid and self.shell.shell_start:
+                # Its stream ended: it exited, or its connection dropped and it runs on.
+                # The next shell ends it if it runs on (see _end_stranded).
+                self._stranded = ShellIdentity(pid=pid, start_time=self.shell.shell_start)
         finally:
             POOL.release(pooled)
 
     def _helper(
         self, script: str, args: list[str], stdin: bytes | None = None
     ) -> tuple[int, bytes]:
+        """Run ``sh -c SCRIPT sbx ARGS...`` on the host; ``(exit status, stdout)``.
+
+        Raises :class:`~environments.errors.ServiceUnreachable`, never ``SandboxDead``,
+        when the host cannot be reached: the host outlives its connections, so what
+        runs there (a background process) may still run; only the helper's own answer
+        says a process is gone."""
         command = " ".join(shell_quote(a) for a in ["sh", "-c", script, "sbx", *args])
-        pooled, process = self._start_process(command)
+        try:
+            pooled, process = self._start_process(command)
+        except SandboxDead as exc:
+            raise ServiceUnreachable(str(exc)) from exc
 
         async def talk() -> tuple[int | None, bytes]:
             try:
@@ -213,7 +244,7 @@ class SSHEnvironment(HelperPtyOps, ShellEnvironment):
         try:
             status, stdout = LOOP.run(talk(), 120)
         except (OSError, asyncssh.Error, TimeoutError) as exc:
-            raise SandboxDead(f"helper command on {self.where} failed: {exc!r}") from exc
+            raise ServiceUnreachable(f"helper command on {self.where} failed: {exc!r}") from exc
         finally:
             POOL.release(pooled)
         code = status if status is not None else -1

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from environments.backends.local.environment import LocalConfig, LocalEnvironment
-from environments.backends.local.files import NotRegularFile
+from environments.errors import NotRegularFile
 from registry.tools.file_access import file_error
 from tests.fixtures_backends import require_jail
 
