@@ -190,7 +190,7 @@ class ExitWatcher:
                 continue
             if key in self._failing:
                 self._failing.discard(key)
-                log.info("%s can be asked after again", key)
+                log.info("%s answers again", key)
             if not running:
                 with self._lock:
                     if self._polled.pop(key, None) is None:

@@ -61,9 +61,9 @@ __sbx_report() {{
   # into the command's file (where that cannot be opened, nowhere: the parent's end
   # marker answers the call). A session shell that is gone (the command ended it) has no
   # stdout to compare with: the report goes to the command's own, as it does by default.
-  if [ -n "$__sbx_self" ] && [ -e "/proc/$$/fd/1" ] && ! [ /proc/self/fd/1 -ef "/proc/$$/fd/1" ]
-  then {{ __sbx_dump "$@"; }} 2>/dev/null >"/proc/$$/fd/1"
-  else __sbx_dump "$@"; fi
+  if [ -z "$__sbx_self" ] || [ /proc/self/fd/1 -ef "/proc/$$/fd/1" ] || ! [ -e "/proc/$$/fd/1" ]
+  then __sbx_dump "$@"
+  else {{ __sbx_dump "$@"; }} 2>/dev/null >"/proc/$$/fd/1"; fi
 }}
 __sbx_traps() {{
   # A command ended by one of these signals reports 128+N (the EXIT trap would see the

@@ -65,8 +65,6 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
         self.where = f"container {self.name}"
         self._cid: str | None = None
         self._vanished = False
-        self._suspect = False
-        """A helper exec found the container gone: the next one looks for it again."""
         self._restarted = False  # a stopped container was started again: say so once
         self._closing = False
         self._channel: DockerExecChannel | None = None
@@ -192,13 +190,8 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
     def _helper(
         self, script: str, args: list[str], stdin: bytes | None = None
     ) -> tuple[int, bytes]:
-        """Run ``sh -c SCRIPT sbx ARGS...`` in the container; ``(exit code, stdout)``.
-
-        Raises :class:`SandboxDead` when the container is gone or stopped; the next call
-        then finds it again (starting or re-creating it: the next command says so), so
-        background starts and file calls need no foreground command to recover."""
-        cid = self._container(verify=self._suspect)
-        self._suspect = False
+        """Run ``sh -c SCRIPT sbx ARGS...`` in the container; ``(exit code, stdout)``."""
+        cid = self._container(verify=False)
         cmd = ["sh", "-c", script, "sbx", *args]
         try:
             exec_id = self._api.exec_create(cid, cmd, stdin=stdin is not None)["Id"]
@@ -209,13 +202,11 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
                 stdout = self._feed_exec(exec_id, stdin)
             code = self._api.exec_inspect(exec_id)["ExitCode"]
         except NotFound as exc:
-            self._suspect = True
             raise SandboxDead(
                 f"container {self.name} is gone (nothing was done); the next call starts a new one"
             ) from exc
         except APIError as exc:
             if exc.status_code == 409:  # container stopped
-                self._suspect = True
                 raise SandboxDead(
                     f"container {self.name} is not running (nothing was done); "
                     "the next call starts it again"
