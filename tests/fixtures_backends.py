@@ -301,6 +301,21 @@ def sshd_server() -> Iterator[SSHServer]:
         server_cm.__exit__(None, None, None)
 
 
+@pytest.fixture
+def own_sshd() -> Iterator[SSHServer]:
+    """A real sshd on 127.0.0.1 of this test's own, for tests that kill or restart it (the
+    session's shared one must stay up)."""
+    try:
+        server_cm = running_sshd()
+        server = server_cm.__enter__()
+    except ServiceUnavailable as exc:
+        unavailable(str(exc))
+    try:
+        yield server
+    finally:
+        server_cm.__exit__(None, None, None)
+
+
 def ssh_config_for(server: SSHServer, **overrides: object) -> object:
     from environments.backends.ssh.environment import SSHConfig
 

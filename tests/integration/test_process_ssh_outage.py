@@ -5,27 +5,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
-import pytest
 
-from tests.fixtures_backends import ServiceUnavailable, SSHServer, _wait_listening, running_sshd
+from tests.fixtures_backends import SSHServer, _wait_listening
 from tests.fixtures_workers import settings_for
 from tests.helpers import wait_until
 from worker.client import SandboxClient
-
-
-@pytest.fixture
-def own_sshd() -> Iterator[SSHServer]:
-    """An sshd of this test's own (the test kills it)."""
-    try:
-        with running_sshd() as server:
-            yield server
-    except ServiceUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def test_a_running_process_is_not_lost_when_sshd_goes_away_for_a_while(

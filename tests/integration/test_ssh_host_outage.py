@@ -11,14 +11,12 @@ import contextlib
 import json
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
-import pytest
 
-from tests.fixtures_backends import ServiceUnavailable, SSHServer, running_sshd
+from tests.fixtures_backends import SSHServer
 from tests.fixtures_workers import settings_for
 from tests.helpers import (
     WorkerProcess,
@@ -28,16 +26,6 @@ from tests.helpers import (
     wait_until,
 )
 from worker.client import SandboxClient
-
-
-@pytest.fixture
-def own_sshd() -> Iterator[SSHServer]:
-    """An sshd of this test's own: the test kills it (the shared one must stay up)."""
-    try:
-        with running_sshd() as server:
-            yield server
-    except ServiceUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def _ssh_env(server: SSHServer) -> dict[str, str]:
