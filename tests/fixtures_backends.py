@@ -287,9 +287,8 @@ def running_sshd() -> Iterator[SSHServer]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def sshd_server() -> Iterator[SSHServer]:
-    """A real sshd on 127.0.0.1 for the whole test session."""
+def _sshd_or_unavailable() -> Iterator[SSHServer]:
+    """:func:`running_sshd` for a fixture: a missing OpenSSH fails under CI, else skips."""
     try:
         server_cm = running_sshd()
         server = server_cm.__enter__()
@@ -299,21 +298,19 @@ def sshd_server() -> Iterator[SSHServer]:
         yield server
     finally:
         server_cm.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def sshd_server() -> Iterator[SSHServer]:
+    """A real sshd on 127.0.0.1 for the whole test session."""
+    yield from _sshd_or_unavailable()
 
 
 @pytest.fixture
 def own_sshd() -> Iterator[SSHServer]:
     """A real sshd on 127.0.0.1 of this test's own, for tests that kill or restart it (the
     session's shared one must stay up)."""
-    try:
-        server_cm = running_sshd()
-        server = server_cm.__enter__()
-    except ServiceUnavailable as exc:
-        unavailable(str(exc))
-    try:
-        yield server
-    finally:
-        server_cm.__exit__(None, None, None)
+    yield from _sshd_or_unavailable()
 
 
 def ssh_config_for(server: SSHServer, **overrides: object) -> object:
