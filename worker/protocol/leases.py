@@ -17,7 +17,7 @@ Kept in the ledger, so every worker and client of a fleet sees the same:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,6 +25,16 @@ from pydantic import BaseModel, ConfigDict, Field
 WORKER_PREFIX = "sbx:worker:"
 LEASE_PREFIX = "sbx:lease:"
 STATE_PREFIX = "sbx:session-state:"
+
+
+class LeaseRenewal(NamedTuple):
+    """A session's lease and recorded state, renewed with a delivery while ``worker_id``
+    holds the lease (:meth:`~worker.protocol.ledger.CallLedger.deliver`)."""
+
+    lease_key: str
+    state_key: str
+    worker_id: str
+    seconds: int
 
 
 def presence_key(worker_id: str) -> str:

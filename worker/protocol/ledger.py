@@ -24,6 +24,7 @@ from typing import Any
 
 import redis
 
+from worker.protocol.leases import LeaseRenewal
 from worker.protocol.mac import MAX_CLOCK_SKEW_S
 from worker.protocol.revocations import SEEDED_KEY, epoch_key, parse_epoch
 from worker.protocol.streams import Piece, stream_key
@@ -104,8 +105,14 @@ return 1
 CLAIMED, DUPLICATE, CANCELLED = 1, 0, 2
 
 # First result wins: mark the call delivered, fill its mailbox and keep a copy (for a
-# caller that collects it again) in one step.
+# caller that collects it again) in one step. With KEYS[4] and KEYS[5] (a session's lease
+# and recorded state) also renew both for ARGV[5] seconds while ARGV[4] holds the lease:
+# a lease outlives its session's last call, at no round trip of its own.
 _DELIVER_SCRIPT = """
+if #KEYS >= 5 and redis.call('GET', KEYS[4]) == ARGV[4] then
+  redis.call('EXPIRE', KEYS[4], ARGV[5])
+  redis.call('EXPIRE', KEYS[5], ARGV[5])
+end
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
   redis.call('RPUSH', KEYS[2], ARGV[1])
   redis.call('EXPIRE', KEYS[2], ARGV[2])
@@ -182,16 +189,20 @@ class CallLedger:
         status, epoch, seeded = self._claim(keys=keys, args=args)
         return int(status), _s(epoch), _s(seeded)
 
-    def deliver(self, call_id: str, result: str) -> bool:
-        """Put ``result`` in the call's mailbox unless a result was delivered before.
+    def deliver(self, call_id: str, result: str, renew: LeaseRenewal | None = None) -> bool:
+        """Put ``result`` in the call's mailbox unless a result was delivered before; in the
+        same round trip renew the session lease and state of ``renew`` (while its worker
+        holds that lease).
 
         True when this one was delivered; False when another (e.g. ``lost``) got there first.
         """
         keys = [delivered_key(call_id), result_key(call_id), answer_key(call_id)]
+        args: list[str | int] = [result, self.claim_ttl, self.result_ttl]
+        if renew is not None:
+            keys += [renew.lease_key, renew.state_key]
+            args += [renew.worker_id, renew.seconds]
         with self._noting_outage():
-            return bool(
-                self._deliver(keys=keys, args=[result, self.claim_ttl, self.result_ttl])
-            )
+            return bool(self._deliver(keys=keys, args=args))
 
     def answer(self, call_id: str) -> str | None:
         """The kept copy of the call's delivered result (None: none, or it expired)."""

@@ -18,17 +18,28 @@ Contracts:
 * Before a call it took in runs, :meth:`SessionLeases.confirm` says whether it still
   may: a worker whose presence lapsed (paused, cut off) while calls queued may have
   lost the session to another worker, which serves it now, and the queued calls were
-  declared lost; running them later would run a command twice over two workers.
+  declared lost; running them later would run a command twice over two workers. It
+  asks the ledger only when that can have happened (most calls run at once after their
+  claim, within the worker's unbroken presence); each call's delivery renews the lease
+  and the state (:meth:`SessionLeases.renewal`), so they outlive the session's last call.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from environments.base import Environment, ShellIdentity, ShellState
 from environments.pool import SandboxPool
-from worker.protocol.leases import Acquired, LeaseBook, SessionState
+from worker.protocol.leases import (
+    Acquired,
+    LeaseBook,
+    LeaseRenewal,
+    SessionState,
+    lease_key,
+    state_key,
+)
 from worker.service.stranded_calls import register_own_queue
 
 log = logging.getLogger(__name__)
@@ -51,6 +62,12 @@ class SessionLeases:
         self._taken: dict[str, tuple[str, list[str]]] = {}
         """Sessions this worker took over before any call of theirs came (a lost call's
         session): the previous holder and what the move said, told with the next call."""
+        self._confirmed: dict[str, float] = {}
+        """When (monotonic) the ledger last said this worker holds a session's lease,
+        within the current run of unbroken presence."""
+        self._present_until = 0.0
+        """Until when (monotonic) this worker's presence surely has not lapsed: no other
+        worker can have taken a lease confirmed since it was last renewed."""
         self._lock = threading.Lock()
 
     # -- presence ----------------------------------------------------------------------
@@ -58,9 +75,15 @@ class SessionLeases:
     def announce(self) -> None:
         """Renew this worker's presence (its heartbeat). If it had lapsed, other workers
         may have taken its sessions: every lease is checked again on its next call."""
-        if not self.book.announce(self.worker_id, self.own_queue):
-            with self._lock:
+        sent = time.monotonic()
+        kept = self.book.announce(self.worker_id, self.own_queue)
+        with self._lock:
+            # Half the presence's lifetime: room for a late tick and for clocks that differ.
+            self._present_until = sent + self.book.presence_ttl_ms / 2000
+            if not kept:
                 self._held.clear()
+                self._confirmed.clear()
+        if not kept:
             # Present (again): its own queue is consumed, so calls sent there wait for it
             # instead of being moved to the shared queue (``worker.service.stranded_calls``).
             register_own_queue(self.book.client, self.own_queue, self.worker_id)
@@ -88,6 +111,7 @@ class SessionLeases:
         if outcome.mine:
             with self._lock:
                 self._held.add(session_id)
+                self._confirmed[session_id] = time.monotonic()
                 served_here = session_id in self._served
                 self._served.add(session_id)
             if outcome.taken_over_from is None:
@@ -111,6 +135,7 @@ class SessionLeases:
         """This worker no longer serves ``session_id`` (its sandboxes here are closed)."""
         with self._lock:
             self._held.discard(session_id)
+            self._confirmed.pop(session_id, None)
             self._recorded.pop(session_id, None)
         self.book.release(session_id, self.worker_id)
 
@@ -123,29 +148,56 @@ class SessionLeases:
         with self._lock:
             return session_id in self._held
 
-    def confirm(self, session_id: str, delivered_key: str) -> str | None:
-        """Why a call this worker took in for ``session_id`` must not run now (None: it
-        may run; its lease and state are renewed): it was answered already
-        (``delivered_key``, its ``delivered`` mark, exists: declared lost while it
-        queued), or another worker serves the session now, or did meanwhile. A lease
-        that expired unused (idle past the retention) is taken again when no other
-        worker recorded the session since."""
+    def confirm(self, session_id: str, delivered_key: str, taken_at: float) -> str | None:
+        """Why a call this worker took in for ``session_id`` at ``taken_at`` (monotonic)
+        must not run now (None: it may run): it was answered already (``delivered_key``,
+        its ``delivered`` mark, exists: declared lost while it queued), or another worker
+        serves the session now, or did meanwhile. A lease that expired unused (idle past
+        the retention) is taken again when no other worker recorded the session since.
+
+        Asks the ledger (one round trip, renewing the lease and state) unless nothing of
+        that can have happened: the lease was confirmed during this worker's unbroken
+        presence, which cannot have lapsed yet, and the call was taken in so recently
+        that its claim's heartbeat still stands (a call is declared lost only without
+        one). Most calls run at once, and skip the round trip."""
+        now = time.monotonic()
+        with self._lock:
+            confirmed = self._confirmed.get(session_id)
+            quiet = self.book.presence_ttl_ms / 2000
+            if (
+                confirmed is not None
+                and session_id in self._held
+                and now < self._present_until
+                and now - taken_at < quiet
+                and now - confirmed < self.book.retention / 2
+            ):
+                return None
         holder, delivered = self.book.still_mine(session_id, self.worker_id, delivered_key)
         if delivered:
             return "it was answered already (declared lost) while it queued"
-        if holder == self.worker_id:
-            return None
-        if holder is None:
+        mine = holder == self.worker_id
+        if not mine and holder is None:
             outcome = self.book.acquire(session_id, self.worker_id)
             state = self.book.state(session_id) if outcome.mine else None
-            if outcome.mine and (state is None or state.worker == self.worker_id):
-                return None
+            mine = outcome.mine and (state is None or state.worker == self.worker_id)
+        if mine:
+            with self._lock:
+                self._confirmed[session_id] = now
+            return None
         self._drop(session_id)
         return "another worker serves its session now"
+
+    def renewal(self, session_id: str) -> LeaseRenewal:
+        """What a call's delivery renews: ``session_id``'s lease and state, for another
+        retention while this worker holds the lease."""
+        return LeaseRenewal(
+            lease_key(session_id), state_key(session_id), self.worker_id, self.book.retention
+        )
 
     def _drop(self, session_id: str) -> None:
         """Forget a lease another worker took: its next call is admitted afresh."""
         with self._lock:
+            self._confirmed.pop(session_id, None)
             self._held.discard(session_id)
             self._recorded.pop(session_id, None)
 

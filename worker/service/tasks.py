@@ -16,6 +16,7 @@ from process_registry.tokens.formats import is_session_id
 from registry.context import Cancellation
 from registry.core import registry
 from registry.results import tool_error
+from worker.protocol.leases import LeaseRenewal
 from worker.protocol.ledger import CANCELLED, DUPLICATE, CallLedger, delivered_key
 from worker.protocol.messages import ToolCallMessage
 from worker.protocol.tasks import APPROVAL_TASK, PING_TASK, TOOL_CALL_TASK, TOOLS_TASK
@@ -49,10 +50,11 @@ def deliver_result(
     result: str,
     seal: Callable[[str], str] | None = None,
     patience: float = DELIVERY_PATIENCE_S,
+    renew: LeaseRenewal | None = None,
 ) -> bool:
     """Deliver ``result`` (its error text redacted, then sealed with ``seal`` for its
     caller) to the call's mailbox, retrying while the broker is unreachable; the
-    worker's observers see it unsealed.
+    worker's observers see it unsealed. ``renew``: the session lease the delivery renews.
 
     True when delivered (or a result was delivered before); False when the
     broker stayed unreachable for ``patience`` seconds (logged: the result is gone).
@@ -65,7 +67,7 @@ def deliver_result(
     backoff, warned = 0.05, False
     while True:
         try:
-            ledger.deliver(call_id, result)
+            ledger.deliver(call_id, result, renew)
             if warned:
                 log.warning("broker back: result of call %s delivered", call_id)
             return True
@@ -175,24 +177,33 @@ def _run_taken(
             result = cancelled_before_start(call_id, cancel.reason)
         elif time.monotonic() >= deadline:
             result = expired_before_start(call_id)
-        elif (stale := _no_longer_ours(svc, call_id, message)) is not None:
+        elif (stale := _no_longer_ours(svc, call_id, message, taken_at)) is not None:
             log.warning("call %s not run: %s", call_id, stale)
             result = tool_error(f"not run: {stale}; nothing ran: retry the call",
                                 status="cancelled", call_id=call_id)  # fmt: skip
         else:
             result = run_call(message, svc, cancel=cancel, moved_from=moved_from, deadline=deadline)
-        deliver_result(svc.ledger, call_id, result, seal)
+        deliver_result(svc.ledger, call_id, result, seal, renew=_renewal(svc, message))
         return result
     finally:
         svc.heartbeat.finish(call_id)
 
 
-def _no_longer_ours(svc: WorkerRuntime, call_id: str, message: ToolCallMessage) -> str | None:
-    """Why a session call taken in here must not run now (None: it may). One round trip:
+def _renewal(svc: WorkerRuntime, message: ToolCallMessage) -> LeaseRenewal | None:
+    """The session lease a call's delivery renews (None: the call uses no session)."""
+    if svc.leases is None or not uses_session(message):
+        return None
+    return svc.leases.renewal(message.session_id)
+
+
+def _no_longer_ours(
+    svc: WorkerRuntime, call_id: str, message: ToolCallMessage, taken_at: float
+) -> str | None:
+    """Why a session call taken in here at ``taken_at`` must not run now (None: it may):
     a worker paused past its presence (a stopped process, a frozen VM) resumes here."""
     if svc.leases is None or not uses_session(message):
         return None
-    return svc.leases.confirm(message.session_id, delivered_key(call_id))
+    return svc.leases.confirm(message.session_id, delivered_key(call_id), taken_at)
 
 
 def _hand_over(svc: WorkerRuntime, message: ToolCallMessage, queue: str, holder: str) -> None:
