@@ -99,7 +99,7 @@ def bench_ssh(calls: int, baseline_calls: int, user: str | None = None) -> dict[
 
     from environments.backends.ssh.channel import LOOP
     from environments.backends.ssh.environment import SSHConfig, SSHEnvironment, close_connections
-    from tests.fixtures_backends import running_sshd
+    from tests.sshd import running_sshd
 
     with running_sshd() as server:
         if user:

@@ -15,21 +15,20 @@ what it made at teardown.
 from __future__ import annotations
 
 import contextlib
-import getpass
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from environments.base import Environment
+from tests.sshd import ServiceUnavailable, running_sshd
+from tests.sshd import SSHServer as SSHServer
 
 Factory = Callable[[str], Environment]
 REPO = Path(__file__).resolve().parent.parent
@@ -139,6 +138,30 @@ def make_docker_factory(client: Any, image: str, **overrides: Any) -> _Tracker:
     return _Tracker(lambda sid: DockerEnvironment(sid, config=config, client=client))
 
 
+@contextlib.contextmanager
+def docker_session_client(
+    api: Any, sbx_home: Path, start_worker: Any, session_id: str
+) -> Iterator[Any]:
+    """A client of session ``session_id`` on the docker backend (busybox image) of a real
+    worker started now; the session's containers are removed after."""
+    from tests.fixtures_workers import settings_for
+    from worker.client import SandboxClient
+
+    start_worker(
+        None, SBX_DOCKER_IMAGE=DOCKER_IMAGES["busybox"], SBX_ALLOWED_BACKENDS="local,docker"
+    )
+    client = SandboxClient(
+        session_id=session_id, backend="docker", settings=settings_for(sbx_home, None)
+    )
+    try:
+        yield client
+    finally:
+        client.close()
+        labels = {"label": ["sbx=1", f"sbx.session={session_id}"]}
+        for found in api.containers(all=True, filters=labels):
+            api.remove_container(found["Id"], force=True)
+
+
 @pytest.fixture
 def docker_factory(docker_client_ready: object) -> Iterator[Factory]:
     """Containers of the busybox-only image (POSIX sh, no bash)."""
@@ -164,127 +187,6 @@ def docker_python_factory(docker_client_ready: object) -> Iterator[Factory]:
 
 
 # -- ssh ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SSHServer:
-    """A real OpenSSH server on 127.0.0.1 that trusts ``key_file`` for ``user``."""
-
-    host: str
-    port: int
-    user: str
-    key_file: str
-    known_hosts: str
-    host_key_pub: str
-    directory: str
-    pid: int
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start_sshd(directory: Path) -> tuple[subprocess.Popen[bytes], int]:
-    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
-    port = _free_port()
-    config = directory / "sshd_config"
-    config.write_text(
-        f"""Port {port}
-ListenAddress 127.0.0.1
-HostKey {directory}/host_ed25519
-PidFile {directory}/sshd.pid
-AuthorizedKeysFile {directory}/authorized_keys
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PubkeyAuthentication yes
-UsePAM no
-StrictModes no
-PermitRootLogin yes
-MaxSessions 64
-MaxStartups 64:30:128
-ClientAliveInterval 0
-LogLevel ERROR
-Subsystem sftp internal-sftp
-"""
-    )
-    proc = subprocess.Popen(
-        [sshd, "-D", "-e", "-f", str(config)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=open(directory / "sshd.log", "wb"),  # noqa: SIM115
-    )
-    return proc, port
-
-
-def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> bool:
-    # sshd -D binds before it accepts; poll connect() with a bounded number of tries.
-    import time
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        with socket.socket() as s, contextlib.suppress(OSError):
-            s.settimeout(0.2)
-            s.connect(("127.0.0.1", port))
-            return True
-        time.sleep(0.02)
-    return False
-
-
-class ServiceUnavailable(RuntimeError):
-    """A real service needed by a test or benchmark cannot be started here."""
-
-
-@contextlib.contextmanager
-def running_sshd() -> Iterator[SSHServer]:
-    """Start sshd with a fresh host key, user key, authorized_keys and known_hosts; stop it after.
-
-    Raises :class:`ServiceUnavailable` when OpenSSH is missing or does not start.
-    """
-    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
-    if not os.path.exists(sshd) or not shutil.which("ssh-keygen"):
-        raise ServiceUnavailable("OpenSSH server not installed (apt-get install openssh-server)")
-    if os.geteuid() == 0:
-        # sshd running as root insists on its privilege separation directory.
-        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-    directory = Path(tempfile.mkdtemp(prefix="sbx-sshd-"))
-    # sshd reads authorized_keys as the user logging in; private keys stay 0600.
-    os.chmod(directory, 0o755)
-    for name in ("host_ed25519", "user_ed25519"):
-        subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(directory / name)],
-            check=True,
-        )
-    (directory / "authorized_keys").write_text((directory / "user_ed25519.pub").read_text())
-    os.chmod(directory / "authorized_keys", 0o644)
-    host_pub = (directory / "host_ed25519.pub").read_text().split()
-    proc, port = _start_sshd(directory)
-    try:
-        if not _wait_listening(port, proc):
-            log = (directory / "sshd.log").read_text(errors="replace")
-            raise ServiceUnavailable(f"sshd did not start: {log.strip()[:500]}")
-        known = directory / "known_hosts"
-        known.write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
-        yield SSHServer(
-            host="127.0.0.1",
-            port=port,
-            user=getpass.getuser(),
-            key_file=str(directory / "user_ed25519"),
-            known_hosts=str(known),
-            host_key_pub=f"{host_pub[0]} {host_pub[1]}",
-            directory=str(directory),
-            pid=proc.pid,
-        )
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=10)
-        if proc.poll() is None:
-            proc.kill()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _sshd_or_unavailable() -> Iterator[SSHServer]:

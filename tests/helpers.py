@@ -380,6 +380,16 @@ def unique_sleep_seconds() -> str:
     return f"{600 + secrets.randbelow(10**6) / 10**3:.3f}"
 
 
+def end_sleeps(seconds: str) -> None:
+    """Kill every ``sleep seconds`` on this host (a test's own: its argument is unique)."""
+    import psutil
+
+    for proc in psutil.process_iter(["cmdline"]):
+        if proc.info["cmdline"] == ["sleep", seconds]:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+
+
 def sleeping(seconds: str) -> bool:
     """True while a (not yet reaped-away, not zombie) ``sleep seconds`` runs on this host."""
     import psutil

@@ -50,8 +50,7 @@ from environments.shell.state import DumpParser, adopted_env, read_start_report
 TIMEOUT_EXIT_CODE = 124
 CANCELLED_EXIT_CODE = 130
 _CANCEL_POLL_S = 0.05  # how often a running command checks its cancel event
-# How long a shell that stops answering gets before it is replaced (at least the kill grace).
-_SHELL_PATIENCE_S = 5.0
+_SHELL_PATIENCE_S = 5.0  # a shell that stops answering, before it is replaced (>= kill grace)
 
 
 class SessionShell:
@@ -131,9 +130,9 @@ class SessionShell:
             self.restarts += 1
 
     def restore(self, env: dict[str, str], cwd: str) -> None:
-        """Make ``env`` and ``cwd`` the session's state (a session continued from another
-        worker); the next command replays them into the shell, started or not. A shell
-        started next is this state's first, not a restart: nothing of it was lost."""
+        """Make ``env`` and ``cwd`` the session's state (continued from another worker);
+        the next command replays them into the shell, started or not (one started next is
+        no restart: nothing was lost)."""
         self.env, self.cwd = dict(env), cwd
         self._resting = self._channel is None or self._resting
         self._started_once = True
@@ -398,5 +397,4 @@ class _ShellWasGone(Exception):
 
 
 def _status(payload: bytes) -> int:
-    parsed = marker_number(payload)
-    return -1 if parsed is None else parsed
+    return -1 if (parsed := marker_number(payload)) is None else parsed

@@ -130,56 +130,18 @@ def test_cli_approval_exit_codes(
     assert sbx("approve", "apr_missing").returncode == 4
 
 
-@pytest.mark.parametrize(("answer", "ran"), [("o", True), ("d", False)])
-def test_exec_on_a_terminal_prompts(
-    client: SandboxClient,
-    sbx_home: Path,
-    broker_url: str | None,
-    tmp_path: Path,
-    answer: str,
-    ran: bool,
-) -> None:
+def _exec_on_a_terminal(
+    sbx_home: Path, broker_url: str | None, session_id: str, command: str, answer: str
+) -> tuple[int, str]:
+    """``sbx exec -- command`` on a real pty: read its prompt, type ``answer``; the exit
+    status and what the prompt showed."""
     import os
     import pty
 
-    victim = tmp_path / "victim"
-    victim.mkdir()
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "worker.cli.main", "exec", "--", f"cd {tmp_path} && rm -rf victim"],
-        env=worker_env(sbx_home, broker_url, SBX_SESSION_ID="tty"),
-        cwd=str(REPO),
-        stdin=slave,
-        stdout=subprocess.PIPE,
-        stderr=slave,
-    )
-    os.close(slave)
-    seen = b""
-    while b"[o]nce" not in seen and b"once" not in seen:
-        chunk = os.read(master, 4096)
-        assert chunk, seen
-        seen += chunk
-    os.write(master, f"{answer}\n".encode())
-    assert proc.wait(timeout=120) == (0 if ran else 3)
-    os.close(master)
-    assert victim.exists() is not ran
-
-
-def test_a_command_cannot_reorder_itself_on_the_approval_prompt(
-    client: SandboxClient, sbx_home: Path, broker_url: str | None, tmp_path: Path
-) -> None:
-    """A right-to-left override (U+202E) would show ``rm -rf victim`` reversed, and an
-    isolate or zero-width character hides where it ends: the prompt shows them escaped."""
-    import os
-    import pty
-
-    victim = tmp_path / "victim"
-    victim.mkdir()
-    command = f"cd {tmp_path} && rm -rf \u2066victim\u2069 #\u202e \u200bkeep"
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "worker.cli.main", "exec", "--", command],
-        env=worker_env(sbx_home, broker_url, SBX_SESSION_ID="tty-bidi"),
+        env=worker_env(sbx_home, broker_url, SBX_SESSION_ID=session_id),
         cwd=str(REPO),
         stdin=slave,
         stdout=subprocess.PIPE,
@@ -191,10 +153,39 @@ def test_a_command_cannot_reorder_itself_on_the_approval_prompt(
         chunk = os.read(master, 4096)
         assert chunk, seen
         seen += chunk
-    os.write(master, b"d\n")
-    assert proc.wait(timeout=120) == 3
+    os.write(master, f"{answer}\n".encode())
+    status = proc.wait(timeout=120)
     os.close(master)
-    shown = seen.decode("utf-8", "replace")
+    return status, seen.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize(("answer", "ran"), [("o", True), ("d", False)])
+def test_exec_on_a_terminal_prompts(
+    client: SandboxClient,
+    sbx_home: Path,
+    broker_url: str | None,
+    tmp_path: Path,
+    answer: str,
+    ran: bool,
+) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    command = f"cd {tmp_path} && rm -rf victim"
+    status, _ = _exec_on_a_terminal(sbx_home, broker_url, "tty", command, answer)
+    assert status == (0 if ran else 3)
+    assert victim.exists() is not ran
+
+
+def test_a_command_cannot_reorder_itself_on_the_approval_prompt(
+    client: SandboxClient, sbx_home: Path, broker_url: str | None, tmp_path: Path
+) -> None:
+    """A right-to-left override (U+202E) would show ``rm -rf victim`` reversed, and an
+    isolate or zero-width character hides where it ends: the prompt shows them escaped."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    command = f"cd {tmp_path} && rm -rf \u2066victim\u2069 #\u202e \u200bkeep"
+    status, shown = _exec_on_a_terminal(sbx_home, broker_url, "tty-bidi", command, "d")
+    assert status == 3
     assert "\\u2066victim\\u2069 #\\u202e \\u200bkeep" in shown
     assert not {"\u2066", "\u2069", "\u202e", "\u200b"} & set(shown)
     assert victim.exists()

@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_workers import settings_for
+from tests.fixtures_backends import docker_session_client
 from tests.helpers import wait_until
 from worker.client import SandboxClient
 
-IMAGE = "sbx-test-busybox:latest"
 SESSION = "dloss"
 
 
@@ -26,12 +25,8 @@ def api(docker_client_ready: Any) -> Any:
 
 @pytest.fixture
 def client(api: Any, sbx_home: Path, start_worker: Any) -> Iterator[SandboxClient]:
-    start_worker(None, SBX_DOCKER_IMAGE=IMAGE, SBX_ALLOWED_BACKENDS="local,docker")
-    c = SandboxClient(session_id=SESSION, backend="docker", settings=settings_for(sbx_home, None))
-    yield c
-    c.close()
-    for found in api.containers(all=True, filters={"label": ["sbx=1", f"sbx.session={SESSION}"]}):
-        api.remove_container(found["Id"], force=True)
+    with docker_session_client(api, sbx_home, start_worker, SESSION) as c:
+        yield c
 
 
 def _container(api: Any) -> str:

@@ -15,23 +15,18 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_workers import settings_for
+from tests.fixtures_backends import docker_session_client
 from worker.client import FileError, SandboxClient
 
-IMAGE = "sbx-test-busybox:latest"
 SESSION = "dfifo"
 WAIT = 120.0  # far beyond any answer; a call that never answers fails the test instead
 
 
 @pytest.fixture
 def client(docker_client_ready: Any, sbx_home: Path, start_worker: Any) -> Iterator[SandboxClient]:
-    start_worker(None, SBX_DOCKER_IMAGE=IMAGE, SBX_ALLOWED_BACKENDS="local,docker")
-    c = SandboxClient(session_id=SESSION, backend="docker", settings=settings_for(sbx_home, None))
-    yield c
-    c.close()
-    api = docker_client_ready.api  # type: ignore[attr-defined]
-    for found in api.containers(all=True, filters={"label": ["sbx=1", f"sbx.session={SESSION}"]}):
-        api.remove_container(found["Id"], force=True)
+    api = docker_client_ready.api
+    with docker_session_client(api, sbx_home, start_worker, SESSION) as c:
+        yield c
 
 
 def _call(client: SandboxClient, tool: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 import redis
 
-from tests.fixtures_backends import DOCKER_IMAGES, SSHServer
+from tests.fixtures_backends import DOCKER_IMAGES
 from tests.fixtures_fleet import Fleet
 from tests.helpers import wait_until
+from tests.sshd import SSHServer, worker_ssh_env
 from worker.client import SandboxClient
 from worker.protocol.leases import lease_key
 
@@ -58,16 +59,7 @@ def remote_fleet(request: pytest.FixtureRequest, fleet_of: Any) -> Iterator[Flee
         yield fleet
         return
     server: SSHServer = request.getfixturevalue("sshd_server")
-    env = {
-        "SBX_BACKEND": "ssh",
-        "SBX_SSH_HOST": server.host,
-        "SBX_SSH_PORT": str(server.port),
-        "SBX_SSH_USER": server.user,
-        "SBX_SSH_KEY_FILE": server.key_file,
-        "SBX_SSH_KNOWN_HOSTS": server.known_hosts,
-        "SBX_SSH_USE_AGENT": "false",
-    }
-    fleet = fleet_of(3, **env, **FAST)
+    fleet = fleet_of(3, **worker_ssh_env(server), **FAST)
     yield fleet
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import psutil
 
-from tests.fixtures_backends import SSHServer, _wait_listening
 from tests.fixtures_workers import settings_for
 from tests.helpers import wait_until
+from tests.sshd import SSHServer, wait_listening, worker_ssh_env
 from worker.client import SandboxClient
 
 
@@ -20,16 +20,7 @@ def test_a_running_process_is_not_lost_when_sshd_goes_away_for_a_while(
     own_sshd: SSHServer, sbx_home: Path, start_worker: Any, tmp_path: Path
 ) -> None:
     server = own_sshd
-    start_worker(
-        None,
-        SBX_BACKEND="ssh",
-        SBX_SSH_HOST=server.host,
-        SBX_SSH_PORT=str(server.port),
-        SBX_SSH_USER=server.user,
-        SBX_SSH_KEY_FILE=server.key_file,
-        SBX_SSH_KNOWN_HOSTS=server.known_hosts,
-        SBX_SSH_USE_AGENT="false",
-    )
+    start_worker(None, **worker_ssh_env(server))
     gate = tmp_path / "gate"
     restarted: subprocess.Popen[bytes] | None = None
     with SandboxClient(session_id="blip", settings=settings_for(sbx_home, None)) as c:
@@ -51,7 +42,7 @@ def test_a_running_process_is_not_lost_when_sshd_goes_away_for_a_while(
                 ["/usr/sbin/sshd", "-D", "-e", "-f", f"{server.directory}/sshd_config"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
-            wait_until(lambda: _wait_listening(server.port, restarted), 60, "sshd again")
+            wait_until(lambda: wait_listening(server.port, restarted), 60, "sshd again")
             gate.touch()
             final = c.wait(started.process_id, timeout=90)
             assert (final.status, final.exit_code) == ("exited", 5), final

@@ -16,30 +16,21 @@ from typing import Any
 
 import psutil
 
-from tests.fixtures_backends import SSHServer
 from tests.fixtures_workers import settings_for
 from tests.helpers import (
     WorkerProcess,
     call_in_background,
+    end_sleeps,
     sleeping,
     unique_sleep_seconds,
     wait_until,
 )
+from tests.sshd import SSHServer, worker_ssh_env
 from worker.client import SandboxClient
 
 
 def _ssh_env(server: SSHServer) -> dict[str, str]:
-    return {
-        "SBX_BACKEND": "ssh",
-        "SBX_ALLOWED_BACKENDS": "ssh",
-        "SBX_SSH_HOST": server.host,
-        "SBX_SSH_PORT": str(server.port),
-        "SBX_SSH_USER": server.user,
-        "SBX_SSH_KEY_FILE": server.key_file,
-        "SBX_SSH_KNOWN_HOSTS": server.known_hosts,
-        "SBX_SSH_USE_AGENT": "false",
-        "SBX_SSH_CONNECT_TIMEOUT": "5",
-    }
+    return {**worker_ssh_env(server), "SBX_ALLOWED_BACKENDS": "ssh", "SBX_SSH_CONNECT_TIMEOUT": "5"}
 
 
 def _kill_sshd(server: SSHServer) -> None:
@@ -107,9 +98,7 @@ def test_background_process_survives_an_unreachable_host(
         if restarted is not None:
             restarted.kill()
             restarted.wait()
-        for proc in psutil.process_iter(["cmdline"]):
-            if proc.info["cmdline"] == ["sleep", seconds]:
-                proc.kill()  # this test's own sleep (its argument is unique)
+        end_sleeps(seconds)
 
 
 def test_a_command_stranded_by_a_dropped_connection_is_ended_on_reconnect(
@@ -136,9 +125,7 @@ def test_a_command_stranded_by_a_dropped_connection_is_ended_on_reconnect(
         wait_until(lambda: not sleeping(seconds), 60, "the stranded command to be ended")
     finally:
         client.close()
-        for proc in psutil.process_iter(["cmdline"]):
-            if proc.info["cmdline"] == ["sleep", seconds]:
-                proc.kill()  # this test's own sleep (its argument is unique)
+        end_sleeps(seconds)
 
 
 def test_a_restarted_worker_does_not_end_processes_of_an_unreachable_host(
@@ -162,6 +149,4 @@ def test_a_restarted_worker_does_not_end_processes_of_an_unreachable_host(
         assert not any(receipts.glob(f"{started['process_id']}*"))
     finally:
         client.close()
-        for proc in psutil.process_iter(["cmdline"]):
-            if proc.info["cmdline"] == ["sleep", seconds]:
-                proc.kill()  # this test's own sleep (its argument is unique)
+        end_sleeps(seconds)

@@ -52,6 +52,10 @@ from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# What a background start answers as a tool error (SandboxError: the sandbox died or
+# cannot start).
+_START_REFUSED = (WorkdirNotFound, PtyUnsupported, ProcessTableError, SandboxError, ValueError)
+
 _ANSWER_MARGIN_S = 1.0
 
 
@@ -185,14 +189,7 @@ class ProcessManager:
                     workdir=args.workdir,
                     pty=bool(getattr(args, "pty", False)),
                 )
-        except (
-            WorkdirNotFound,
-            PtyUnsupported,
-            ProcessTableError,
-            SandboxError,
-            ValueError,
-        ) as exc:
-            # SandboxError: the sandbox died or cannot start; a tool error, as documented.
+        except _START_REFUSED as exc:
             return _error(str(exc), "error")
         self.routes.record(rec.process_id, ctx.session_id)
         return {"process_id": rec.process_id, "pid": rec.pid, "status": "running"}

@@ -1,0 +1,150 @@
+"""A real OpenSSH server on 127.0.0.1 for tests and benchmarks: a fresh host key, user
+key, ``authorized_keys`` and ``known_hosts`` each time (:func:`running_sshd`)."""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class SSHServer:
+    """A real OpenSSH server on 127.0.0.1 that trusts ``key_file`` for ``user``."""
+
+    host: str
+    port: int
+    user: str
+    key_file: str
+    known_hosts: str
+    host_key_pub: str
+    directory: str
+    pid: int
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_sshd(directory: Path) -> tuple[subprocess.Popen[bytes], int]:
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    port = _free_port()
+    config = directory / "sshd_config"
+    config.write_text(
+        f"""Port {port}
+ListenAddress 127.0.0.1
+HostKey {directory}/host_ed25519
+PidFile {directory}/sshd.pid
+AuthorizedKeysFile {directory}/authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+UsePAM no
+StrictModes no
+PermitRootLogin yes
+MaxSessions 64
+MaxStartups 64:30:128
+ClientAliveInterval 0
+LogLevel ERROR
+Subsystem sftp internal-sftp
+"""
+    )
+    proc = subprocess.Popen(
+        [sshd, "-D", "-e", "-f", str(config)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(directory / "sshd.log", "wb"),  # noqa: SIM115
+    )
+    return proc, port
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes]) -> bool:
+    # sshd -D binds before it accepts; poll connect() with a bounded number of tries.
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        with socket.socket() as s, contextlib.suppress(OSError):
+            s.settimeout(0.2)
+            s.connect(("127.0.0.1", port))
+            return True
+        time.sleep(0.02)
+    return False
+
+
+class ServiceUnavailable(RuntimeError):
+    """A real service needed by a test or benchmark cannot be started here."""
+
+
+@contextlib.contextmanager
+def running_sshd() -> Iterator[SSHServer]:
+    """Start sshd with a fresh host key, user key, authorized_keys and known_hosts; stop it after.
+
+    Raises :class:`ServiceUnavailable` when OpenSSH is missing or does not start.
+    """
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    if not os.path.exists(sshd) or not shutil.which("ssh-keygen"):
+        raise ServiceUnavailable("OpenSSH server not installed (apt-get install openssh-server)")
+    if os.geteuid() == 0:
+        # sshd running as root insists on its privilege separation directory.
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    directory = Path(tempfile.mkdtemp(prefix="sbx-sshd-"))
+    # sshd reads authorized_keys as the user logging in; private keys stay 0600.
+    os.chmod(directory, 0o755)
+    for name in ("host_ed25519", "user_ed25519"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(directory / name)],
+            check=True,
+        )
+    (directory / "authorized_keys").write_text((directory / "user_ed25519.pub").read_text())
+    os.chmod(directory / "authorized_keys", 0o644)
+    host_pub = (directory / "host_ed25519.pub").read_text().split()
+    proc, port = _start_sshd(directory)
+    try:
+        if not wait_listening(port, proc):
+            log = (directory / "sshd.log").read_text(errors="replace")
+            raise ServiceUnavailable(f"sshd did not start: {log.strip()[:500]}")
+        known = directory / "known_hosts"
+        known.write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
+        yield SSHServer(
+            host="127.0.0.1",
+            port=port,
+            user=getpass.getuser(),
+            key_file=str(directory / "user_ed25519"),
+            known_hosts=str(known),
+            host_key_pub=f"{host_pub[0]} {host_pub[1]}",
+            directory=str(directory),
+            pid=proc.pid,
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def worker_ssh_env(server: SSHServer) -> dict[str, str]:
+    """The settings of a worker whose sessions run on ``server`` (no agent)."""
+    return {
+        "SBX_BACKEND": "ssh",
+        "SBX_SSH_HOST": server.host,
+        "SBX_SSH_PORT": str(server.port),
+        "SBX_SSH_USER": server.user,
+        "SBX_SSH_KEY_FILE": server.key_file,
+        "SBX_SSH_KNOWN_HOSTS": server.known_hosts,
+        "SBX_SSH_USE_AGENT": "false",
+    }
