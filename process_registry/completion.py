@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 
 from environments.base import Environment, SpawnedProcess
+from environments.errors import SandboxError
 
 from .checkpoints import CheckpointStore
 from .models import AlreadyExists, ProcessState, Receipt
@@ -38,6 +39,8 @@ class ProcessCompletion(TrackedProcesses):
     checkpoints: CheckpointStore
     kill_grace: float
     on_finished: Callable[[str, str], None] | None
+    expire_retry_s: float = 10.0
+    """How soon a timeout whose signal did not reach the process's sandbox is tried again."""
 
     # -- completion ------------------------------------------------------------------------
 
@@ -109,14 +112,30 @@ class ProcessCompletion(TrackedProcesses):
         with t.lock:
             if t.finalizing:
                 return False
-            t.ending = t.ending or reason
-        t.env.signal(spawned, signal.SIGTERM)
+            before, t.ending = t.ending, t.ending or reason
+        try:
+            t.env.signal(spawned, signal.SIGTERM)
+        except BaseException:
+            with t.lock:  # not signalled: an end that comes later is not this one
+                if not t.finalizing:
+                    t.ending = before
+            raise
         return True
 
     def _expire(self, process_id: str) -> None:
         with self._lock:
             t = self._live.get(process_id)
-        if t is not None and self._signal_end(t, "timeout"):
+        if t is None:
+            return
+        try:
+            ended = self._signal_end(t, "timeout")
+        except SandboxError as exc:
+            # A host that is away for a while must not let the process outlive its timeout.
+            log.warning("process %s is past its timeout but its sandbox did not answer (%s); "
+                        "trying again in %.0f s", process_id, exc, self.expire_retry_s)  # fmt: skip
+            self._watcher.schedule(self.expire_retry_s, lambda: self._expire(process_id))
+            return
+        if ended:
             self._watcher.schedule(self.kill_grace, lambda: self._force(t))
 
     @staticmethod

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from environments.base import Environment, SpawnedProcess
-from environments.errors import Unsupported
+from environments.errors import SandboxError, Unsupported
 
 from .adoption import adopt_all, adopt_one
 from .atomic import ensure_private_dir
@@ -65,6 +65,10 @@ class PtyUnsupported(ProcessTableError, ValueError):
 
 class InputUnsupported(ProcessTableError, ValueError):
     """``write`` to a process that takes no input (not started with ``pty``, or ended)."""
+
+
+class ProcessUnreachable(ProcessTableError):
+    """A process's sandbox did not answer a signal meant for it (it may still run)."""
 
 
 class ProcessTable(ProcessCompletion, ProcessObserving):
@@ -254,12 +258,20 @@ class ProcessTable(ProcessCompletion, ProcessObserving):
         its receipt is written (and ``on_finished`` ran).
 
         Status ``killed`` when our signal ended it; a process that had already
-        exited keeps its own status. Exactly one receipt either way.
+        exited keeps its own status. Exactly one receipt either way. Raises
+        :class:`ProcessUnreachable` when its sandbox cannot be reached (nothing changed).
         """
         t = self._owned(process_id, session_id)
         if t is None:
             return self.poll(process_id, session_id)
-        if self._signal_end(t, "killed"):
+        try:
+            signalled = self._signal_end(t, "killed")
+        except SandboxError as exc:
+            raise ProcessUnreachable(
+                f"process {process_id} was not killed: its sandbox did not answer ({exc}); "
+                "it may still run: kill it again once the sandbox answers"
+            ) from exc
+        if signalled:
             # Give the whole group the grace period (members may outlive the leader:
             # a command that ignores TERM under a shell that does not), then KILL it.
             spawned = t.record.spawned()

@@ -44,7 +44,9 @@ def test_an_idle_sessions_call_moves_at_once_while_its_worker_drains(
     leaving = fleet.workers[0]
     assert leaving is not None and leaving.proc is not None
     leaving.proc.send_signal(signal.SIGTERM)
-    wait_until(lambda: "Warm shutdown" in leaving.log(), 60, "worker 0 to stop taking calls")
+    # Its consumer closed: a call sent now can no longer be taken in by worker 0 (in the
+    # moment after the signal it still could, and would run the idle session's call there).
+    wait_until(lambda: "takes no more calls" in leaving.log(), 60, "worker 0 to stop taking calls")
     try:
         # The idle session's call is answered while the busy one still runs on worker 0.
         moved = run(idle, 'echo "$PWD:$KEPT"')

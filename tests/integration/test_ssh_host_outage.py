@@ -79,6 +79,13 @@ def test_background_process_survives_an_unreachable_host(
         assert during["status"] == "running", during  # ...and sbx still says so
         receipts = sbx_home / "logs" / "process-results"
         assert not any(receipts.glob(f"{process_id}*")), "a receipt for a running process"
+        # A kill that cannot reach the host says so and changes nothing.
+        unreached = _call(client, "process", {"action": "kill", "process_id": process_id})
+        assert unreached["status"] == "error", unreached
+        assert "may still run" in unreached["error"], unreached
+        assert sleeping(seconds)
+        after = _call(client, "process", {"action": "poll", "process_id": process_id})
+        assert after["status"] == "running", after
 
         # sshd comes back on the same port: the process is still sbx's to end.
         config = Path(own_sshd.directory) / "sshd_config"

@@ -165,6 +165,9 @@ def run_worker(
             r.stop()
         svc = runtime()
         if svc.dispatcher is not None:
+            # Celery closed the broker consumer before this signal: no call comes in now.
+            log.info("sbx worker %s takes no more calls; %d still running", svc.worker_id,
+                     svc.dispatcher.in_flight())  # fmt: skip
             # Calls taken in still run on the dispatcher: their grace is the rest of it,
             # then they are cancelled (the grace timer) and answered.
             svc.dispatcher.drain(settings.shutdown_grace + 30.0)

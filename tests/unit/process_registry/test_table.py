@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,10 @@ import psutil
 import pytest
 
 from environments.backends.local.environment import LocalEnvironment
+from environments.base import SpawnedProcess
+from environments.errors import ServiceUnreachable
 from process_registry.models import NotFound, PermissionDenied, ProcessRecord
-from process_registry.table import ProcessTable
+from process_registry.table import ProcessTable, ProcessUnreachable
 from tests.helpers import files_containing, wait_until
 from tests.unit.process_registry.secrets import GITHUB, OPENAI, PASSWORD, SECRETS
 
@@ -102,6 +105,47 @@ def test_kill_escalates_to_sigkill(table: ProcessTable, env: LocalEnvironment) -
     info = table.kill(rec.process_id, OWNER)
     assert info.status == "killed"
     assert_group_gone(env, rec)
+
+
+def test_a_kill_its_sandbox_did_not_answer_changes_nothing(
+    table: ProcessTable, env: LocalEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = tmp_path / "gate"
+    rec = table.start(env, f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 7",
+                      owner_session_id=OWNER)  # fmt: skip
+    sends = env.signal
+
+    def unreachable(spawned: SpawnedProcess, signum: int) -> bool:
+        if signum == signal.SIGTERM:
+            raise ServiceUnreachable("the host did not answer")
+        return sends(spawned, signum)
+
+    monkeypatch.setattr(env, "signal", unreachable)
+    with pytest.raises(ProcessUnreachable, match="may still run"):
+        table.kill(rec.process_id, OWNER)
+    assert table.poll(rec.process_id, OWNER).status == "running"
+    gate.touch()  # it ends on its own later: that end is its own, not the kill's
+    info = table.wait(rec.process_id, OWNER, timeout=60)
+    assert (info.status, info.exit_code) == ("exited", 7)
+
+
+def test_a_timeout_its_sandbox_did_not_answer_is_tried_again(
+    table: ProcessTable, env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sends, refused = env.signal, threading.Event()
+
+    def away_once(spawned: SpawnedProcess, signum: int) -> bool:
+        if signum == signal.SIGTERM and not refused.is_set():
+            refused.set()
+            raise ServiceUnreachable("the host did not answer")
+        return sends(spawned, signum)
+
+    monkeypatch.setattr(env, "signal", away_once)
+    table.expire_retry_s = 0.1
+    rec = table.start(env, "exec sleep 600", owner_session_id=OWNER, timeout=0.2)
+    info = table.wait(rec.process_id, OWNER, timeout=60)
+    assert refused.is_set() and info.status == "timeout", info
+    assert not env.is_running(rec.spawned())
 
 
 def _pgid(pid: int) -> int | None:
