@@ -85,3 +85,41 @@ def test_a_call_queued_on_a_worker_whose_lease_was_taken_never_runs_there(
     assert (state.cwd, state.env.get("MARK")) == (str(tmp_path), "kept"), state
     after = _run(fleet, session, 'echo "$PWD:$MARK"')
     assert after["output"] == f"{tmp_path}:kept\n", after
+
+
+def test_a_call_a_resumed_worker_takes_in_for_a_session_moved_meanwhile_is_handed_on(
+    fleet_of: Any, tmp_path: Path
+) -> None:
+    fleet: Fleet = fleet_of(2, SBX_LOST_AFTER="3", SBX_HEARTBEAT_INTERVAL="0.3")
+    session = "fleet-resumed"
+    ledger = redis.Redis.from_url(fleet.broker_url)
+    assert _run(fleet, session, f"cd {tmp_path} && export MARK=kept")["exit_code"] == 0
+    holder = fleet.index_of(fleet.serving_pid(fleet.client(session)))
+    old_route = LeaseBook(ledger).route(session)
+    assert old_route is not None
+    paused = fleet.workers[holder]
+    assert paused is not None and paused.proc is not None
+    answers: dict[str, dict[str, Any]] = {}
+    paused.proc.send_signal(signal.SIGSTOP)
+    try:
+        moved = _run(fleet, session, 'echo "$PWD:$MARK"')  # once its presence lapsed
+        assert moved.get("session_moved") is True, moved
+        # A caller that still knows the old route sends its next call there.
+        late = threading.Thread(
+            target=lambda: answers.update(
+                late=json.loads(
+                    fleet.client(session).tool_call(
+                        "terminal", {"command": 'echo "late:$PWD:$MARK"'}, queue=old_route,
+                        call_id="c-late",
+                    )
+                )
+            )
+        )
+        late.start()
+        wait_until(lambda: bool(ledger.llen(old_route)), 60, "the call to wait in that queue")
+    finally:
+        paused.proc.send_signal(signal.SIGCONT)
+    late.join(120)
+    # The resumed worker takes it in, and gives it to the worker serving the session now.
+    assert answers["late"]["output"] == f"late:{tmp_path}:kept\n", answers
+    assert fleet.serving_pid(fleet.client(session)) == fleet.pid(1 - holder)

@@ -102,9 +102,13 @@ class SessionLeases:
     # -- leases ------------------------------------------------------------------------
 
     def admit(self, session_id: str) -> Acquired:
-        """Serve ``session_id`` here (``mine``), or the queue of the worker that does."""
+        """Serve ``session_id`` here (``mine``), or the queue of the worker that does.
+
+        A lease held here is trusted without asking the ledger only while this worker's
+        presence surely has not lapsed: a worker resumed after a pause may take a call
+        in before its next heartbeat notices that another worker took the session."""
         with self._lock:
-            if session_id in self._held:
+            if session_id in self._held and time.monotonic() < self._present_until:
                 taken = self._taken.get(session_id)
                 return Acquired(mine=True, taken_over_from=taken[0] if taken else None)
         outcome = self.book.acquire(session_id, self.worker_id)
@@ -114,12 +118,17 @@ class SessionLeases:
                 self._confirmed[session_id] = time.monotonic()
                 served_here = session_id in self._served
                 self._served.add(session_id)
+                taken = self._taken.get(session_id)
+            if outcome.taken_over_from is None and taken is not None:
+                return Acquired(mine=True, taken_over_from=taken[0])
             if outcome.taken_over_from is None:
                 state = self.book.state(session_id)
                 if state is not None and (state.worker != self.worker_id or not served_here):
                     # The previous holder released it (shutdown, idle), or was an earlier
                     # process under this worker's id: still a move.
                     return Acquired(mine=True, taken_over_from=state.worker)
+        else:
+            self._drop(session_id)  # taken over while this worker's presence lapsed
         return outcome
 
     def release_idle(self, busy: set[str]) -> int:
@@ -275,7 +284,9 @@ class SessionLeases:
             # A foreground command of the dead worker may still run there: end it.
             stale = ShellIdentity(pid=state.shell_pid, start_time=state.shell_start)
             if env.end_stale_shell(stale):
-                problems.append("a command the previous worker was running here was ended")
+                problems.append(
+                    "the previous worker's shell here was ended, with any command it still ran"
+                )
         if not same_sandbox and not env.processes_on_worker_host:
             problems.append(
                 f"the sandbox {state.sandbox_id} is gone; files and processes in it are lost"
