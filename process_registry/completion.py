@@ -57,10 +57,15 @@ class ProcessCompletion(TrackedProcesses):
             if t.finalizing:
                 return
             t.finalizing = True
+            forced = t.forced
         rec = t.record
         self._sweeper.final(t)  # the file stays (spool, sandbox) after the receipt: bound it
         try:
             code = status_file_code(t.env, rec.status_path)
+            if code is None and forced:
+                # Our KILL took the wrapper too (it records TERM's 143, never KILL's):
+                # what a shell says of a command ended that way, whichever is its parent.
+                code = 128 + signal.SIGKILL
             if code is None:
                 code = wait_status
             status: ProcessState = t.ending or ("exited" if code is not None else "lost")
@@ -149,5 +154,10 @@ class ProcessCompletion(TrackedProcesses):
         return True
 
     def _force(self, t: Tracked) -> None:
-        """KILL whatever of the process group is left, leader or not."""
-        t.env.signal(t.record.spawned(), signal.SIGKILL)
+        """KILL whatever of the process group is left, leader or not (if any is)."""
+        spawned = t.record.spawned()
+        if not t.env.signal(spawned, 0):
+            return  # it ended on the TERM
+        with t.lock:
+            t.forced = True
+        t.env.signal(spawned, signal.SIGKILL)

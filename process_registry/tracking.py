@@ -59,6 +59,8 @@ class Tracked:
     lock: threading.Lock = field(default_factory=threading.Lock)
     ending: ProcessState | None = None
     """``killed``/``timeout`` once we signalled it."""
+    forced: bool = False
+    """Its group outlived the TERM and we sent it KILL."""
     finalizing: bool = False
     receipt: Receipt | None = None
     cap: CapState = field(default_factory=lambda: CapState(0))
