@@ -26,16 +26,24 @@ def _run(fleet: Fleet, session: str, command: str, call_id: str | None = None) -
     return answer
 
 
-def test_a_call_queued_on_a_worker_whose_lease_was_taken_never_runs_there(
-    fleet_of: Any, tmp_path: Path
-) -> None:
+def _served_by_one_of_two(
+    fleet_of: Any, session: str, tmp_path: Path
+) -> tuple[Fleet, redis.Redis, int]:
+    """Two workers whose presence lapses within seconds, the ledger, and the index of the
+    one serving ``session`` after its first call (``cd tmp_path``, ``MARK=kept``)."""
     fleet: Fleet = fleet_of(2, SBX_LOST_AFTER="3", SBX_HEARTBEAT_INTERVAL="0.3")
-    session = "fleet-comeback"
-    ledger = redis.Redis.from_url(fleet.broker_url)
-    started, gate, marker = tmp_path / "started", tmp_path / "gate", tmp_path / "ran-late"
     first = _run(fleet, session, f"cd {tmp_path} && export MARK=kept")
     assert first["exit_code"] == 0, first
     holder = fleet.index_of(fleet.serving_pid(fleet.client(session)))
+    return fleet, redis.Redis.from_url(fleet.broker_url), holder
+
+
+def test_a_call_queued_on_a_worker_whose_lease_was_taken_never_runs_there(
+    fleet_of: Any, tmp_path: Path
+) -> None:
+    session = "fleet-comeback"
+    fleet, ledger, holder = _served_by_one_of_two(fleet_of, session, tmp_path)
+    started, gate, marker = tmp_path / "started", tmp_path / "gate", tmp_path / "ran-late"
     answers: dict[str, dict[str, Any]] = {}
 
     def call(name: str, command: str, call_id: str) -> None:
@@ -90,11 +98,8 @@ def test_a_call_queued_on_a_worker_whose_lease_was_taken_never_runs_there(
 def test_a_call_a_resumed_worker_takes_in_for_a_session_moved_meanwhile_is_handed_on(
     fleet_of: Any, tmp_path: Path
 ) -> None:
-    fleet: Fleet = fleet_of(2, SBX_LOST_AFTER="3", SBX_HEARTBEAT_INTERVAL="0.3")
     session = "fleet-resumed"
-    ledger = redis.Redis.from_url(fleet.broker_url)
-    assert _run(fleet, session, f"cd {tmp_path} && export MARK=kept")["exit_code"] == 0
-    holder = fleet.index_of(fleet.serving_pid(fleet.client(session)))
+    fleet, ledger, holder = _served_by_one_of_two(fleet_of, session, tmp_path)
     old_route = LeaseBook(ledger).route(session)
     assert old_route is not None
     paused = fleet.workers[holder]
