@@ -24,7 +24,7 @@ def run(client: SandboxClient, command: str) -> dict[str, Any]:
 def test_an_idle_sessions_call_moves_at_once_while_its_worker_drains(
     fleet_of: Any, tmp_path: Path
 ) -> None:
-    fleet: Fleet = fleet_of(2, SBX_SHUTDOWN_GRACE="60", SBX_LOST_AFTER="3")
+    fleet: Fleet = fleet_of(2, SBX_SHUTDOWN_GRACE="60")
     other = fleet.workers[1]
     assert other is not None
     other.stop()  # both sessions start on worker 0; worker 1 comes back below
