@@ -259,7 +259,8 @@ class ProcessTable(ProcessCompletion, ProcessObserving):
 
         Status ``killed`` when our signal ended it; a process that had already
         exited keeps its own status. Exactly one receipt either way. Raises
-        :class:`ProcessUnreachable` when its sandbox cannot be reached (nothing changed).
+        :class:`ProcessUnreachable` when its sandbox cannot be reached (before the TERM:
+        nothing changed).
         """
         t = self._owned(process_id, session_id)
         if t is None:
@@ -275,10 +276,16 @@ class ProcessTable(ProcessCompletion, ProcessObserving):
             # Give the whole group the grace period (members may outlive the leader:
             # a command that ignores TERM under a shell that does not), then KILL it.
             spawned = t.record.spawned()
-            self._await_group_end(spawned, t.env, self.kill_grace)
-            self._force(t)
-            # KILL is delivered asynchronously: return once nothing of the group runs.
-            self._await_group_end(spawned, t.env, 5.0)
+            try:
+                self._await_group_end(spawned, t.env, self.kill_grace)
+                self._force(t)
+                # KILL is delivered asynchronously: return once nothing of the group runs.
+                self._await_group_end(spawned, t.env, 5.0)
+            except SandboxError as exc:
+                raise ProcessUnreachable(
+                    f"process {process_id} got the TERM, then its sandbox stopped answering "
+                    f"({exc}); it may still run: kill it again once the sandbox answers"
+                ) from exc
         # Also when it had just ended on its own: return only once its receipt exists.
         t.done.wait(self.kill_grace + 5.0)
         return live_info(t)

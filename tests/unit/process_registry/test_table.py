@@ -131,6 +131,29 @@ def test_a_kill_its_sandbox_did_not_answer_changes_nothing(
     assert (info.status, info.exit_code) == ("exited", 7)
 
 
+def test_a_kill_whose_sandbox_stops_answering_after_the_term_says_so(
+    table: ProcessTable, env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec = table.start(
+        env, "trap '' TERM; echo ready; while :; do sleep 1; done", owner_session_id=OWNER
+    )
+    wait_until(lambda: "ready" in table.log(rec.process_id, OWNER).text, 60, "trap set")
+    sends = env.signal
+
+    def away_after_the_term(spawned: SpawnedProcess, signum: int) -> bool:
+        if signum != signal.SIGTERM:
+            raise ServiceUnreachable("the host did not answer")
+        return sends(spawned, signum)
+
+    monkeypatch.setattr(env, "signal", away_after_the_term)
+    with pytest.raises(ProcessUnreachable, match="got the TERM"):
+        table.kill(rec.process_id, OWNER)
+    assert table.poll(rec.process_id, OWNER).status == "running"
+    monkeypatch.setattr(env, "signal", sends)  # the sandbox answers again
+    info = table.kill(rec.process_id, OWNER)
+    assert (info.status, info.exit_code) == ("killed", 137), info
+
+
 def test_a_timeout_its_sandbox_did_not_answer_is_tried_again(
     table: ProcessTable, env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
