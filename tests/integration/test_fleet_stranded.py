@@ -1,6 +1,7 @@
 """A call sent to the own queue of a worker that died before taking it is not stranded
 there: another worker moves it to the shared queue, so a caller that stopped waiting
-(``pending``) and collects it later by its id gets its answer."""
+(``pending``) and collects it later by its id gets its answer -- on Redis and on
+RabbitMQ brokers."""
 
 from __future__ import annotations
 
@@ -8,17 +9,39 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
+from kombu.connection import Connection
 
 from tests.fixtures_fleet import Fleet
 from tests.helpers import wait_until
+from worker.broker.urls import is_amqp_url
 from worker.protocol.tasks import own_queue_name
 
 
+@pytest.fixture(params=["redis", "amqp"])
+def fleet(request: pytest.FixtureRequest, fleet_of: Any) -> Fleet:
+    """Two workers whose presence lapses within seconds, on Redis or on RabbitMQ."""
+    fast = {"SBX_LOST_AFTER": "3", "SBX_HEARTBEAT_INTERVAL": "0.3"}
+    if request.param == "amqp":
+        made: Fleet = fleet_of(2, broker_url=request.getfixturevalue("amqp_url"), **fast)
+        return made
+    started: Fleet = fleet_of(2, **fast)
+    return started
+
+
+def waiting(fleet: Fleet, queue: str) -> int:
+    """How many messages wait on ``queue`` of the fleet's broker."""
+    if not is_amqp_url(fleet.broker_url):
+        return int(redis.Redis.from_url(fleet.broker_url).llen(queue))
+    with Connection(fleet.broker_url) as connection:  # type: ignore[no-untyped-call]
+        declared = connection.default_channel.queue_declare(queue, passive=True)
+        return int(declared.message_count)
+
+
 def test_a_call_left_on_a_dead_workers_queue_runs_once_elsewhere(
-    fleet_of: Any, tmp_path: Path
+    fleet: Fleet, tmp_path: Path
 ) -> None:
-    fleet: Fleet = fleet_of(2, SBX_LOST_AFTER="3", SBX_HEARTBEAT_INTERVAL="0.3")
     client = fleet.client("fleet-stranded")
     made = json.loads(client.tool_call("terminal", {"command": f"cd {tmp_path} && export K=v"}))
     assert made["exit_code"] == 0, made
@@ -28,9 +51,8 @@ def test_a_call_left_on_a_dead_workers_queue_runs_once_elsewhere(
     # Sent while the dead worker still counts as present: to its own queue.
     sent = client.call_message("terminal", {"command": 'echo "$PWD:$K" >> ran'}, wait=60)
     client.sender.send_call(sent, dead_queue)
-    broker = redis.Redis.from_url(fleet.broker_url)
-    assert broker.llen(dead_queue) == 1
+    assert waiting(fleet, dead_queue) == 1
     answer = json.loads(client.result(sent.call_id, 120))
     assert answer["exit_code"] == 0 and answer.get("session_moved") is True, answer
     assert (tmp_path / "ran").read_text() == f"{tmp_path}:v\n"
-    wait_until(lambda: broker.llen(dead_queue) == 0, 60, "the dead worker's queue to empty")
+    wait_until(lambda: waiting(fleet, dead_queue) == 0, 60, "the dead worker's queue to empty")

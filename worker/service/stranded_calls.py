@@ -13,12 +13,12 @@ Contracts:
 * every worker registers its own queue in the ledger (:func:`register_own_queue`);
 * :func:`requeue_stranded` (run by each worker's reaper) moves the tool-call messages
   waiting on the own queue of every registered worker that is no longer present to
-  the shared queue, oldest first, in one atomic step per queue -- two reapers never
-  move one message twice, and the claim key runs a call at most once however often it
-  was sent. Other messages (pings, receipt requests, which only that worker's home
-  can answer) stay where they are; a queue left empty is unregistered.
-* Redis brokers only: an AMQP worker's own queue expires with its last consumer
-  (``worker.broker.app``), its messages with it.
+  the shared queue, oldest first -- two reapers never move one message twice (a
+  Redis queue moves in one atomic step, an AMQP message goes to one consumer), and the
+  claim key runs a call at most once however often it was sent. Other messages (pings, receipt requests, which only that worker's home
+  can answer) stay where they are; a queue left empty (or gone) is unregistered.
+* Redis brokers move a queue in one Lua script; AMQP brokers message by message
+  (``worker.broker.amqp_drain``: published onward before it is acknowledged).
 """
 
 from __future__ import annotations
@@ -73,19 +73,41 @@ def register_own_queue(ledger: redis.Redis, own_queue: str, worker_id: str) -> N
     ledger.hset(OWN_QUEUES_KEY, own_queue, worker_id)
 
 
-def requeue_stranded(
-    ledger: redis.Redis, book: LeaseBook, broker: redis.Redis, shared_queue: str
-) -> int:
-    """Move the tool calls stranded on absent workers' own queues (in ``broker``) to
-    ``shared_queue``; how many were moved."""
+Mover = Callable[[str], "tuple[int, int] | None"]
+"""Moves the tool calls of one queue to the shared queue: ``(moved, left)`` (None: the
+queue does not exist)."""
+
+
+def redis_mover(broker: redis.Redis, shared_queue: str) -> Mover:
+    """A :data:`Mover` for a Redis broker (one atomic script per queue)."""
+
+    def move(queue: str) -> tuple[int, int]:
+        moved, left = broker.eval(_MOVE, 2, queue, shared_queue, TOOL_CALL_TASK)  # type: ignore[misc]
+        return int(moved), int(left)
+
+    return move
+
+
+def amqp_mover(broker_url: str, shared_queue: str) -> Mover:
+    """A :data:`Mover` for an AMQP broker (message by message, on its own connection)."""
+    from worker.broker.amqp_drain import ToolCallDrainer
+
+    drainer = ToolCallDrainer(broker_url, TOOL_CALL_TASK)
+    return lambda queue: drainer.drain(queue, shared_queue)
+
+
+def requeue_stranded(ledger: redis.Redis, book: LeaseBook, move: Mover) -> int:
+    """Move the tool calls stranded on absent workers' own queues to the shared queue
+    (``move``); how many were moved."""
     raw: dict[Any, Any] = ledger.hgetall(OWN_QUEUES_KEY)  # type: ignore[assignment]
     moved_total = 0
     for queue_b, worker_b in raw.items():
         queue, worker = _s(queue_b), _s(worker_b)
         if book.present(worker):
             continue
-        moved, left = broker.eval(_MOVE, 2, queue, shared_queue, TOOL_CALL_TASK)  # type: ignore[misc]
-        if int(moved):
+        outcome = move(queue)
+        moved, left = outcome if outcome is not None else (0, 0)
+        if moved:
             log.warning(
                 "moved %d call(s) waiting on the queue of absent worker %s to the shared queue",
                 int(moved),
@@ -93,17 +115,20 @@ def requeue_stranded(
             )
         # Unregistered only if still absent: a worker restarted under that id (same pid
         # in a container) registers the queue again when it is present again.
-        if not int(left) and not book.present(worker):
+        if not left and not book.present(worker):
             ledger.hdel(OWN_QUEUES_KEY, queue)
-        moved_total += int(moved)
+        moved_total += moved
     return moved_total
 
 
 def stranded_requeuer(svc: WorkerRuntime, broker_url: str) -> Callable[[], int] | None:
-    """What the reaper of worker ``svc`` runs to move stranded calls (None: an AMQP
-    broker, or a runtime without leases)."""
-    if is_amqp_url(broker_url) or svc.leases is None:
+    """What the reaper of worker ``svc`` runs to move stranded calls (None: a runtime
+    without leases)."""
+    if svc.leases is None:
         return None
-    book = svc.leases.book
-    broker = redis_client(broker_url)
-    return lambda: requeue_stranded(svc.ledger.client, book, broker, svc.settings.queue)
+    book, shared = svc.leases.book, svc.settings.queue
+    if is_amqp_url(broker_url):
+        move = amqp_mover(broker_url, shared)
+    else:
+        move = redis_mover(redis_client(broker_url), shared)
+    return lambda: requeue_stranded(svc.ledger.client, book, move)
