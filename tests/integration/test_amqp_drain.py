@@ -6,10 +6,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from kombu.connection import Connection
 from kombu.entity import Queue
 
-from tests.helpers import RabbitMQProcess
+from tests.helpers import RabbitMQProcess, free_port
 from worker.broker.amqp_drain import ToolCallDrainer
 from worker.broker.app import worker_queue
 from worker.protocol.tasks import TOOL_CALL_TASK
@@ -46,3 +47,9 @@ def test_tool_calls_move_unchanged_and_other_messages_stay(rabbitmq: RabbitMQPro
         assert _messages(raw, own) == [("sbx.ping", b"ping")]
         channel.queue_delete(own)
         channel.queue_delete(onward)
+
+
+def test_a_broker_that_cannot_be_reached_is_a_connection_error() -> None:
+    drainer = ToolCallDrainer(f"amqp://guest:guest@127.0.0.1:{free_port()}//", TOOL_CALL_TASK)
+    with pytest.raises(ConnectionError, match="AMQP broker"):
+        drainer.drain("sbx.w.any", "sbx")

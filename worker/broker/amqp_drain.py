@@ -31,12 +31,14 @@ class ToolCallDrainer:
     def drain(self, queue: str, onward: str) -> tuple[int, int] | None:
         """Move the task's messages waiting on ``queue`` to ``onward`` (both queue names,
         routed through the default exchange); ``(moved, left)``, or None when ``queue``
-        does not exist (any more). Raises kombu's connection errors."""
+        does not exist (any more). Raises :class:`ConnectionError` when the broker
+        cannot be reached or drops the connection."""
+        failures = (*self._connection.connection_errors, *self._connection.channel_errors)
         try:
             return _drain(self._connection.channel(), queue, onward, self.task)
-        except Exception:
+        except failures as exc:
             self._connection.close()  # the next drain connects afresh
-            raise
+            raise ConnectionError(f"AMQP broker: {exc!r}") from exc
 
 
 def _drain(channel: Any, queue: str, onward: str, task: str) -> tuple[int, int] | None:

@@ -15,8 +15,9 @@ Contracts:
   waiting on the own queue of every registered worker that is no longer present to
   the shared queue, oldest first -- two reapers never move one message twice (a
   Redis queue moves in one atomic step, an AMQP message goes to one consumer), and the
-  claim key runs a call at most once however often it was sent. Other messages (pings, receipt requests, which only that worker's home
-  can answer) stay where they are; a queue left empty (or gone) is unregistered.
+  claim key runs a call at most once however often it was sent. Other messages
+  (pings, receipt requests, which only that worker's home can answer) stay where they
+  are; a queue left empty (or gone) is unregistered.
 * Redis brokers move a queue in one Lua script; AMQP brokers message by message
   (``worker.broker.amqp_drain``: published onward before it is acknowledged).
 """
