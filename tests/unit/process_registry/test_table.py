@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,20 +110,27 @@ def test_kill_escalates_to_sigkill(table: ProcessTable, env: LocalEnvironment) -
     assert_group_gone(env, rec)
 
 
+def unanswered(
+    env: LocalEnvironment, refused: Callable[[int], bool]
+) -> Callable[[SpawnedProcess, int], bool]:
+    """``env.signal`` of a sandbox that does not answer the signals ``refused`` picks."""
+    sends = env.signal
+
+    def send(spawned: SpawnedProcess, signum: int) -> bool:
+        if refused(signum):
+            raise ServiceUnreachable("the host did not answer")
+        return sends(spawned, signum)
+
+    return send
+
+
 def test_a_kill_its_sandbox_did_not_answer_changes_nothing(
     table: ProcessTable, env: LocalEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gate = tmp_path / "gate"
     rec = table.start(env, f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 7",
                       owner_session_id=OWNER)  # fmt: skip
-    sends = env.signal
-
-    def unreachable(spawned: SpawnedProcess, signum: int) -> bool:
-        if signum == signal.SIGTERM:
-            raise ServiceUnreachable("the host did not answer")
-        return sends(spawned, signum)
-
-    monkeypatch.setattr(env, "signal", unreachable)
+    monkeypatch.setattr(env, "signal", unanswered(env, lambda signum: signum == signal.SIGTERM))
     with pytest.raises(ProcessUnreachable, match="may still run"):
         table.kill(rec.process_id, OWNER)
     assert table.poll(rec.process_id, OWNER).status == "running"
@@ -138,18 +146,11 @@ def test_a_kill_whose_sandbox_stops_answering_after_the_term_says_so(
         env, "trap '' TERM; echo ready; while :; do sleep 1; done", owner_session_id=OWNER
     )
     wait_until(lambda: "ready" in table.log(rec.process_id, OWNER).text, 60, "trap set")
-    sends = env.signal
-
-    def away_after_the_term(spawned: SpawnedProcess, signum: int) -> bool:
-        if signum != signal.SIGTERM:
-            raise ServiceUnreachable("the host did not answer")
-        return sends(spawned, signum)
-
-    monkeypatch.setattr(env, "signal", away_after_the_term)
+    monkeypatch.setattr(env, "signal", unanswered(env, lambda signum: signum != signal.SIGTERM))
     with pytest.raises(ProcessUnreachable, match="got the TERM"):
         table.kill(rec.process_id, OWNER)
     assert table.poll(rec.process_id, OWNER).status == "running"
-    monkeypatch.setattr(env, "signal", sends)  # the sandbox answers again
+    monkeypatch.undo()  # the sandbox answers again
     info = table.kill(rec.process_id, OWNER)
     assert (info.status, info.exit_code) == ("killed", 137), info
 
@@ -157,15 +158,15 @@ def test_a_kill_whose_sandbox_stops_answering_after_the_term_says_so(
 def test_a_timeout_its_sandbox_did_not_answer_is_tried_again(
     table: ProcessTable, env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sends, refused = env.signal, threading.Event()
+    refused = threading.Event()
 
-    def away_once(spawned: SpawnedProcess, signum: int) -> bool:
-        if signum == signal.SIGTERM and not refused.is_set():
-            refused.set()
-            raise ServiceUnreachable("the host did not answer")
-        return sends(spawned, signum)
+    def first_term(signum: int) -> bool:
+        if signum != signal.SIGTERM or refused.is_set():
+            return False
+        refused.set()
+        return True
 
-    monkeypatch.setattr(env, "signal", away_once)
+    monkeypatch.setattr(env, "signal", unanswered(env, first_term))
     table.expire_retry_s = 0.1
     rec = table.start(env, "exec sleep 600", owner_session_id=OWNER, timeout=0.2)
     info = table.wait(rec.process_id, OWNER, timeout=60)
