@@ -17,7 +17,8 @@ Contracts:
   Redis queue moves in one atomic step, an AMQP message goes to one consumer), and the
   claim key runs a call at most once however often it was sent. Other messages
   (pings, receipt requests, which only that worker's home can answer) stay where they
-  are; a queue left empty (or gone) is unregistered.
+  are; a queue left empty (or gone) is unregistered, an AMQP queue once drained (see
+  :func:`amqp_mover`).
 * Redis brokers move a queue in one Lua script; AMQP brokers message by message
   (``worker.broker.amqp_drain``: published onward before it is acknowledged).
 """
@@ -90,11 +91,20 @@ def redis_mover(broker: redis.Redis, shared_queue: str) -> Mover:
 
 
 def amqp_mover(broker_url: str, shared_queue: str) -> Mover:
-    """A :data:`Mover` for an AMQP broker (message by message, on its own connection)."""
+    """A :data:`Mover` for an AMQP broker (message by message, on its own connection).
+
+    It never reports messages left: each ``basic.get`` counts as a use of the queue and
+    would keep a dead worker's queue from ever expiring, so once its tool calls are
+    moved the queue is let go (its other messages expire with it, as they always did)."""
     from worker.broker.amqp_drain import ToolCallDrainer
 
     drainer = ToolCallDrainer(broker_url, TOOL_CALL_TASK)
-    return lambda queue: drainer.drain(queue, shared_queue)
+
+    def move(queue: str) -> tuple[int, int] | None:
+        drained = drainer.drain(queue, shared_queue)
+        return None if drained is None else (drained[0], 0)
+
+    return move
 
 
 def requeue_stranded(ledger: redis.Redis, book: LeaseBook, move: Mover) -> int:
