@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import RabbitMQProcess, rabbitmq_server
+from tests.rabbitmq import RabbitMQProcess, rabbitmq_server
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,8 @@ import pytest
 import redis
 
 from tests.fixtures_workers import settings_for, worker_env
-from tests.helpers import REPO, RabbitMQProcess, short_tmpdir, wait_until
+from tests.helpers import REPO, short_tmpdir, wait_until
+from tests.rabbitmq import RabbitMQProcess
 from worker.broker.app import create_app
 from worker.broker.connection import resolve_ledger_url
 from worker.broker.embedded import EmbeddedBroker

@@ -10,7 +10,8 @@ import pytest
 from kombu.connection import Connection
 from kombu.entity import Queue
 
-from tests.helpers import RabbitMQProcess, free_port
+from tests.helpers import free_port
+from tests.rabbitmq import RabbitMQProcess
 from worker.broker.amqp_drain import ToolCallDrainer
 from worker.broker.app import worker_queue
 from worker.protocol.tasks import TOOL_CALL_TASK
