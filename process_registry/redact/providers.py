@@ -21,7 +21,7 @@ _GITLAB_ROUTE = r"(?:\.[0-9a-z]{2}(?:\.[0-9a-z]{7,9}|[0-9a-z]{7}))?"
 
 AI: Final[tuple[Vendor, ...]] = (
     # OpenAI, Anthropic (api, admin, oauth), OpenRouter, DeepSeek & other sk- clones.
-    vendor("openai-anthropic", ("sk-",),
+    vendor("openai-anthropic", ("sk-", "sk-ant-", "sk-proj-", "sk-svcacct-", "sk-admin-"),
            r"sk-(?:ant-(?:api|admin|oat|sid)\d\d-|ant-|proj-|svcacct-|admin-|or-v1-|None-)?",
            r"[A-Za-z0-9_-]{10,8192}+", random=True),
     vendor("elevenlabs", ("sk_",), "sk_", r"[A-Za-z0-9]{24,255}+", random=True, closed=True),

@@ -6,8 +6,9 @@ and are one secret.  A token of a known prefix is read as up to
 :data:`MAX_JOINS` + 1 runs joined by
 
 * *invisible* separators -- ANSI escape sequences, control characters other
-  than tab and line breaks, zero-width and other format characters -- always:
-  nothing visible separates the runs;
+  than tab and line breaks, zero-width and other format characters, and bytes
+  that are not UTF-8 (``\\ufffd`` or a surrogate escape once decoded) -- always:
+  nothing visible, or nothing a token could hold, separates the runs;
 * one line break (with invisible characters around it) only while the token
   is still incomplete (shorter than its vendor's minimum): a complete token at
   the end of a line never swallows the next line.
@@ -31,6 +32,8 @@ _INVISIBLE_CLASS: Final = (
     "\\x00-\\x08\\x0b\\x0c\\x0e-\\x1a\\x1c-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160"
     "\\u17b4\\u17b5\\u180b-\\u180f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u206f\\u3164"
     "\\ufe00-\\ufe0f\\ufeff\\uffa0"
+    # An invalid byte, decoded with "replace" or "surrogateescape": nothing a token holds.
+    "\\ufffd\\udc80-\\udcff"
 )
 #: One invisible unit: an ANSI escape (CSI, OSC, two-byte) or one invisible character.
 INVISIBLE: Final = (

@@ -24,6 +24,8 @@ class Vendor:
     exact: re.Pattern[str]
     keep: re.Pattern[str]
     random: bool
+    loose: re.Pattern[str]
+    """``exact`` without its left boundary: for a prefix glued to what comes before it."""
 
 
 def vendor(
@@ -41,5 +43,6 @@ def vendor(
     """
     tail = f"(?![{TOK}])" if closed else "(?![A-Za-z0-9])" if fixed else ""
     pair_re = f"(?::{pair})?" if pair else ""
-    exact = re.compile(rf"(?<![{TOK}])(?P<keep>(?>{keep}))(?P<body>{body}{tail}{pair_re})")
-    return Vendor(name, prefixes, exact, re.compile(keep), random)
+    token = rf"(?P<keep>(?>{keep}))(?P<body>{body}{tail}{pair_re})"
+    exact = re.compile(rf"(?<![{TOK}]){token}")
+    return Vendor(name, prefixes, exact, re.compile(keep), random, re.compile(token))

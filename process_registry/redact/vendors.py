@@ -7,6 +7,9 @@ letters, or its first character when it has none (``AKIA``) -- and builds one
 detector per anchor.  The verifier keeps the prefix and replaces the body:
 ``ghp_...[REDACTED]``.  A body split by invisible characters or, while
 incomplete, by a line break is read as one token (:mod:`.separators`).
+
+A prefix also counts glued to the run before it (``tool_ghp_...``,
+``\\nghp_...``): :mod:`.glue`.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Final
 
-from .base import MARKED, PLACEHOLDER, TOK, Hit, Rule, by_length, gate
+from .base import MARKED, MAX_READ_AHEAD, PLACEHOLDER, TOK, Hit, Rule, gate
 from .cloud import CLOUD
+from .glue import GLUED_MIN, glue_behind, glued, glued_end, starts_run
 from .private_keys import AGE
 from .providers import AI, DEV, SAAS
 from .separators import SEP_START, line_breaks, token_end, token_unsettled
@@ -53,9 +57,11 @@ def _index() -> None:
 _index()
 
 
-def _match(v: Vendor) -> Callable[[str, int, int], int | None]:
+def _match(v: Vendor, loose: bool = False) -> Callable[[str, int, int], int | None]:
+    pattern = v.loose if loose else v.exact
+
     def match(text: str, start: int, endpos: int) -> int | None:
-        m = v.exact.match(text, start, endpos)
+        m = pattern.match(text, start, endpos)
         if m is None or (v.random and not plausible(m.group("body"))):
             return None
         return m.end()
@@ -63,10 +69,12 @@ def _match(v: Vendor) -> Callable[[str, int, int], int | None]:
 
 
 _MATCH: Final = {v.name: _match(v) for v in VENDORS}
+_LOOSE: Final = {v.name: _match(v, loose=True) for v in VENDORS}
 
 
-def _candidates(text: str, p: int) -> Iterator[tuple[Vendor, int, int]]:
-    """(vendor, prefix start, body start) of each prefix that ends or sits at anchor ``p``."""
+def _candidates(text: str, p: int) -> Iterator[tuple[Vendor, int, int, int]]:
+    """(vendor, prefix start, body start, prefix length) of each prefix that ends or sits
+    at anchor ``p``."""
     for offset, length, prefixes in _AT.get(text[p], ()):
         start = p - offset
         v = prefixes.get(text[start : start + length]) if start >= 0 else None
@@ -74,20 +82,38 @@ def _candidates(text: str, p: int) -> Iterator[tuple[Vendor, int, int]]:
             continue
         keep = v.keep.match(text, start)
         if keep is not None:
-            yield v, start, keep.end()
+            yield v, start, keep.end(), length
+
+
+_RUN_ON: Final = re.compile(r"[A-Za-z0-9]++[A-Za-z0-9_-]*+")
+
+
+def _run_on(text: str, end: int, limit: int) -> int:
+    """``end``, or the end of its run when letters or digits follow it: a body cut at its
+    vendor's longest is redacted to the end of its run (read up to ``limit``), so that no
+    rest of it is left for a second pass to take for a token of its own."""
+    m = _RUN_ON.match(text, end, min(len(text), limit))
+    return end if m is None else m.end()
 
 
 def _verify(text: str, p: int) -> Hit | None:
-    for v, start, body in _candidates(text, p):
-        end = token_end(text, start, body, _MATCH[v.name])
-        if end is not None:
-            return body, end, MARKED + line_breaks(text, body, end)
+    for v, start, body, length in _candidates(text, p):
+        if starts_run(text, start):
+            end = token_end(text, start, body, _MATCH[v.name])
+            if end is not None:
+                end = _run_on(text, end, p + MAX_READ_AHEAD)
+                return body, end, MARKED + line_breaks(text, body, end)
+        elif length >= GLUED_MIN and glued(text, start):
+            end = glued_end(text, start, body, _LOOSE[v.name])
+            if end is not None:
+                return body, end, MARKED
     return None
 
 
 def _unsettled(text: str, p: int, end: int) -> bool:
-    return any(token_unsettled(text, start, body, _MATCH[v.name], end)
-               for v, start, body in _candidates(text, p))
+    # Only a token that starts its run may join a line break (a glued one never joins).
+    return any(starts_run(text, start) and token_unsettled(text, start, body, _MATCH[v.name], end)
+               for v, start, body, _ in _candidates(text, p))
 
 
 _ANY_PREFIX: Final = re.compile(
@@ -117,6 +143,8 @@ def vendor_match(value: str) -> bool:
 # --------------------------------------------------------------- detectors
 #: After a prefix: 8 body characters, or fewer and then a separator (a split token).
 _BODY_AHEAD: Final = f"(?=[A-Za-z0-9_+/=-]{{8}}|[A-Za-z0-9_+/=-]{{0,7}}{SEP_START})"
+#: The same after the first character of a prefix anchored there (``AKIA``).
+_START_BODY: Final = f"(?:[A-Za-z0-9_+/=-]{{8}}|[A-Za-z0-9_+/=-]{{0,7}}{SEP_START})"
 
 
 def _self_overlaps(literal: str) -> bool:
@@ -141,7 +169,7 @@ def _detectors() -> list[str]:
         end, mid = sorted(set(ends.get(anchor, []))), sorted(set(mids.get(anchor, [])))
         alts = []
         if end:
-            alts.append(f"{_BODY_AHEAD}(?:{by_length(end, False, boundary=True)})")
+            alts.append(f"{_BODY_AHEAD}(?:{_prefix_behind(end)})")
         for m in mid:
             i = _anchor_index(m) + 1
             lead, rest = re.escape(m[:i]), re.escape(m[i:])
@@ -149,15 +177,39 @@ def _detectors() -> list[str]:
         g = gate([m[: _anchor_index(m)] for m in end + mid], False, re.escape(anchor))
         out.append(f"{re.escape(anchor)}{g}(?:{'|'.join(alts)})")
     for first, prefixes in sorted(starts.items()):
-        body = f"(?:[A-Za-z0-9_+/=-]{{8}}|[A-Za-z0-9_+/=-]{{0,7}}{SEP_START})"
         literals = sorted(set(prefixes))
         if len(literals) == 1 and not _self_overlaps(literals[0]):  # dapi, EAAA: whole literal
             lit = re.escape(literals[0])
-            out.append(f"{lit}(?<![{TOK}]{lit})(?={body})")
+            out.append(f"{lit}{_run_start(f'[{TOK}]{lit}', len(literals[0]))}(?={_START_BODY})")
         else:
             rest = "|".join(re.escape(x[1:]) for x in literals)
-            out.append(f"{re.escape(first)}(?<![{TOK}]{re.escape(first)})(?=(?:{rest}){body})")
+            glue = max(map(len, literals))  # the verifier checks each prefix's own length
+            out.append(f"{re.escape(first)}{_run_start(f'[{TOK}]{re.escape(first)}', glue, 1)}"
+                       f"(?=(?:{rest}){_START_BODY})")
     return out
+
+
+def _run_start(behind: str, length: int, n: int | None = None) -> str:
+    """A prefix of ``length`` characters, ``n`` (default: all) of them matched so far,
+    starts a token run (``behind``, a negative look-behind's pattern, does not match) or,
+    when long enough, is glued."""
+    alone = f"(?<!{behind})"
+    if length < GLUED_MIN:
+        return alone
+    return f"(?:{alone}|{glue_behind(length if n is None else n)})"
+
+
+def _prefix_behind(words: list[str]) -> str:
+    """Look-behinds at a prefix's end, one per prefix length (``re`` needs fixed width):
+    one of ``words`` ends here, and starts its run or is glued."""
+    by_length: dict[int, list[str]] = {}
+    for w in words:
+        by_length.setdefault(len(w), []).append(w)
+    alts = []
+    for n, ws in sorted(by_length.items()):
+        behind = f"[{TOK}][\\s\\S]{{{n}}}"
+        alts.append(f"(?<=(?:{'|'.join(map(re.escape, ws))})){_run_start(behind, n)}")
+    return "|".join(alts)
 
 
 RULES: Final[tuple[Rule, ...]] = tuple(

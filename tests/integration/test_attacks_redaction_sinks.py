@@ -77,6 +77,45 @@ def test_error_texts_that_repeat_the_arguments_show_no_secret(
     assert not leaked(worker.log())
 
 
+def _rot13(text: str) -> str:
+    return text.translate(str.maketrans(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+        "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
+    ))
+
+
+def test_a_token_glued_escaped_or_split_by_a_bad_byte_shows_nowhere(
+    sbx_home: Path, start_worker: Any
+) -> None:
+    """The command prints the token JSON-escaped after ``\\n``, URL-encoded after ``%3D``,
+    glued to a name by ``_`` and split by a byte that is not UTF-8; the tail of its body
+    (which the command holds only in ROT13) must show in no result, log, receipt or file."""
+    worker = start_worker(None)
+    body = GITHUB[4:]
+    head, tail = body[:10], body[10:]
+    command = (
+        f"A={head}; B=$(echo {_rot13(tail)} | tr A-Za-z N-ZA-Mn-za-m); "
+        "printf '{\"log\": \"start\\\\nghp_%s%s\"}\\n' $A $B; "
+        "printf 'body=token%%3Dghp_%s%s&x=1\\n' $A $B; "
+        "printf 'tool_ghp_%s%s done\\n' $A $B; "
+        "printf 'raw ghp_%s\\377%s end\\n' $A $B"
+    )
+    with SandboxClient(session_id="glued", settings=settings_for(sbx_home, None)) as c:
+        now = call(c, "terminal", {"command": command})
+        assert now["exit_code"] == 0, now
+        assert now["output"].count("ghp_...[REDACTED]") == 4, now
+        assert "start\\nghp_" in now["output"] and "tool_ghp_" in now["output"], now
+        bg = call(c, "terminal", {"command": command, "background": True})
+        assert c.wait(bg["process_id"], timeout=60).status == "exited"
+        log = c.logs(bg["process_id"])
+        receipt = c.receipt(bg["process_id"])
+        assert log.text.count("ghp_...[REDACTED]") == 4, log
+        answers = [json.dumps(now), log.model_dump_json(), receipt.model_dump_json()]
+        assert [a for a in answers if tail in a] == []
+    assert files_containing(sbx_home, [tail]) == []
+    assert tail not in worker.log()
+
+
 @pytest.fixture
 def judge() -> Iterator[tuple[str, list[str]]]:
     """A judge model's endpoint answering DENY, and the bodies it got."""

@@ -100,6 +100,8 @@ _SEPARATORS = [
     ("bare-esc", "\x1b"), ("zwsp", "\u200b"), ("zwnj", "\u200c"), ("zwj", "\u200d"),
     ("word-joiner", "\u2060"), ("bom", "\ufeff"), ("soft-hyphen", "\u00ad"), ("nul", "\x00"),
     ("ansi-then-newline", "\x1b[0m\n"), ("osc-title", "\x1b]0;t\x07"),
+    # an invalid byte, as output decodes it ("replace") and as bytes round-trip it
+    ("invalid-byte", "\ufffd"), ("invalid-bytes", "\ufffd\ufffd"), ("surrogate-escape", "\udcff"),
 ]
 
 
@@ -121,4 +123,22 @@ SPLIT: list[Case] = [
       f"Token: ghp_{M}\nbutton [ref=e3]: Copy\n", GH[4:]),
     c("split-complete-bare-line", f"{GH}\nnext {W}\n", f"ghp_{M}\nnext {W}\n", GH[4:]),
     c("split-hex-vendor", p("dop_v1_", DO_HEAD, "\u200b", DO_TAIL), f"dop_v1_{M}", DO_TAIL),
+]
+
+# A prefix glued to the run before it: by a joiner, or by an escaped separator.
+GLUED: list[Case] = [
+    c("glued-underscore", f"tool_{GH} done", f"tool_ghp_{M} done", GH[4:]),
+    c("glued-env-name", f"OPENAI_API_KEY_{SK}", f"OPENAI_API_KEY_sk-proj-{M}", SK[8:]),
+    c("glued-hyphen", f"my-{SK}\n", f"my-sk-proj-{M}\n", SK[8:]),
+    c("glued-fixed-length", f"KEY_{AKIA}.", f"KEY_AKIA{M}.", AKIA[4:]),
+    c("glued-json-newline", f'{{"log": "start\\n{GH}\\nend"}}',
+      f'{{"log": "start\\nghp_{M}\\nend"}}', GH[4:]),
+    c("glued-json-tab", f'"a\\t{GH}"', f'"a\\tghp_{M}"', GH[4:]),
+    c("glued-json-unicode", f'"token\\u003d{GH}"', f'"token\\u003dghp_{M}"', GH[4:]),
+    c("glued-url-encoded", f"POST body=token%3D{GH}%26x%3D1", f"POST body=token%3Dghp_{M}%26x%3D1",
+      GH[4:]),
+    c("glued-url-space", f"q=Bearer%20{GH}", f"q=Bearer%20ghp_{M}", GH[4:]),
+    c("glued-after-long-name", f"{'x' * 60}_{GH}", f"{'x' * 60}_ghp_{M}", GH[4:]),
+    # a body longer than its vendor's longest: redacted to the end of its run
+    c("body-past-longest", f"ghp_{GH[4:] * 8}_glpat-{V} x", f"ghp_{M} x", GH[4:] * 8),
 ]

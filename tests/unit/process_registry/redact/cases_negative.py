@@ -9,6 +9,12 @@ _SHA = rnd(40, HEX)
 _SHA256 = rnd(64, HEX)
 
 NEGATIVES: list[tuple[str, str]] = [
+    # a prefix inside a word, or glued by a joiner but too short to be told from one
+    ("glued-task-runner", "task-runner-config-a1b2c3d4e5f6a7b8c9d0"),
+    ("glued-short-prefix", "use_sk-learn_with_numpy_and_scipy_2024"),
+    ("glued-not-a-token", "tool_ghp_short and my-glpat-notes"),
+    ("glued-too-long", "build_ghp_" + "a1B2" * 90),
+    ("glued-letter", "prefixghp_" + "a1B2" * 9),
     # prose that names a secret without one
     ("prose-required", "error: the password field is required"),
     ("prose-rotate", "Please rotate your API key and keep the token secret."),

@@ -4,6 +4,8 @@ in bench/bench_redact.py; the suite's timeout guards against a hang."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from process_registry.redact import StreamRedactor, redact_text
@@ -70,3 +72,29 @@ def test_begin_without_end_redacts_a_bounded_block() -> None:
 def test_repeated_prefixes_are_not_secrets() -> None:
     for name in ("sk-", "eyJ", "ghp", "akia", "colons", "equals"):
         assert redact_text(ADVERSARIAL[name]) == ADVERSARIAL[name], name
+
+
+# Pieces of tokens, glue, separators and placeholders: mixed at random they make
+# tokens glued to each other, cut at their vendor's longest body, or ending right
+# where another's placeholder goes after a first pass.
+_PIECES = ("_", "-", "ghp_", "sk-proj-", "sk-", "AKIA", "glpat-", "xoxb-", "github_pat_", "KEY_",
+           "\\n", "%3D", "\\u003d", " ", "\n", "\u200b", "\ufffd", "=", "[REDACTED]",
+           "...[REDACTED]")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mixed_token_pieces_redact_once_and_stream_alike(seed: int) -> None:
+    docs, cuts = random.Random(seed), random.Random(-seed)
+    for _ in range(2000):
+        text = "".join(
+            docs.choice(_PIECES) if docs.random() < 0.5
+            else "".join(docs.choice("ABCDEFabcdef0123456789xyzQ")
+                         for _ in range(docs.choice((1, 8, 20, 36, 60, 255, 330))))
+            for _ in range(docs.randint(1, 14))
+        )
+        once = redact_text(text)
+        assert redact_text(once) == once, text
+        at = sorted(cuts.sample(range(1, len(text) + 1), min(len(text), 6)))
+        r = StreamRedactor()
+        streamed = [r.feed(text[a:b]) for a, b in zip([0, *at], [*at, len(text)], strict=True)]
+        assert "".join(streamed) + r.flush() == once, text

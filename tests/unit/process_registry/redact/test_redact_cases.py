@@ -8,13 +8,13 @@ import random
 import pytest
 
 from process_registry.redact import StreamRedactor, redact_text
-from tests.unit.process_registry.redact.cases_keyvalue import KEY_VALUE, SPLIT
+from tests.unit.process_registry.redact.cases_keyvalue import GLUED, KEY_VALUE, SPLIT
 from tests.unit.process_registry.redact.cases_negative import NEGATIVES
 from tests.unit.process_registry.redact.cases_positive import VENDOR_POSITIVES, Case
 from tests.unit.process_registry.redact.cases_structural import ARGUMENTS_AND_URLS, LEAKED_FORMATS
 
 POSITIVES: list[Case] = [*VENDOR_POSITIVES, *LEAKED_FORMATS, *ARGUMENTS_AND_URLS, *KEY_VALUE,
-                         *SPLIT]
+                         *SPLIT, *GLUED]
 
 
 def survives(secret: str, out: str) -> bool:

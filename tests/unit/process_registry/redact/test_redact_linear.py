@@ -52,6 +52,9 @@ GROWING: dict[str, Callable[[int], str]] = {
     "bearer-spam": lambda n: "Bearer " * (n // 7),
     "azure-tildes": lambda n: "a1Q~" * (n // 4),
     "xml-tags": lambda n: "<password>" * (n // 10),
+    "glued-prefixes": lambda n: "a_ghp_b-sk-proj-c%3DAKIA\\nglpat-" * (n // 33),
+    "glued-windows": lambda n: ("x_sk-proj-" + "ab-" * 110) * (n // 340),
+    "glued-past-window": lambda n: "k_ghp_" + "a" * n,
 }
 SMALL = 32_768
 
