@@ -18,7 +18,8 @@ through :mod:`.vendors`), :mod:`.bots`, :mod:`.sbx_tokens`, :mod:`.urls`,
 :mod:`.key_value` (with :mod:`.keys` and :mod:`.values`), :mod:`.cli_args`,
 :mod:`.private_keys`, :mod:`.bearer`, :mod:`.hashes` -- each exporting
 ``RULES``, collected in :mod:`.rules`; :mod:`.engine` scans, :mod:`.stream`
-streams, :mod:`.separators` joins tokens split on purpose.  What is redacted,
+streams, :mod:`.separators` joins tokens split on purpose, :mod:`.glue` says what
+may join a vendor prefix to the run before it.  What is redacted,
 what is left alone, the limits and how to add a rule: ``docs/redaction.md``.
 """
 
