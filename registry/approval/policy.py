@@ -47,12 +47,7 @@ from registry.approval.detect import PTY_UNMODELLED, Analysis, Finding, analyze_
 from registry.approval.limits import CommandTooLong, command_bytes
 from registry.approval.pty import PtyLineBuffer
 from registry.approval.smart import JudgeClient
-from registry.approval.store import (
-    ApprovalStore,
-    MemoryApprovalStore,
-    PendingApproval,
-    Scope,
-)
+from registry.approval.store import ApprovalStore, MemoryApprovalStore, PendingApproval, Scope
 
 __all__ = ["ApprovalDecision", "ApprovalGuard", "Outcome"]
 
@@ -168,15 +163,20 @@ class ApprovalGuard:
         than ``approvals.max_command_bytes``.
         """
         settings, rules = self.config.get()
-        limit = settings.max_command_bytes
-        length = command_bytes(command, limit)
-        if length > limit:
-            raise CommandTooLong(length, limit)
-        protected = tuple(dict.fromkeys((*settings.protected_paths, *self._protected)))
-        env = with_directory(env, cwd)
-        analysis = analyze_command(command, env=env, protected=protected, max_bytes=limit)
-        subject = in_directory(command, cwd)
+        subject, analysis = self._analysis(command, env, cwd, settings)
         return self._decide(subject, analysis, settings, rules, session_id, backend)
+
+    def _analysis(
+        self, command: str, env: Mapping[str, str] | None, cwd: str | None, s: ApprovalSettings
+    ) -> tuple[str, Analysis]:
+        """``command`` as judged in ``cwd``, and its analysis; raises as :meth:`check`."""
+        length = command_bytes(command, s.max_command_bytes)
+        if length > s.max_command_bytes:
+            raise CommandTooLong(length, s.max_command_bytes)
+        protected = tuple(dict.fromkeys((*s.protected_paths, *self._protected)))
+        analysis = analyze_command(command, env=with_directory(env, cwd), protected=protected,
+                                   max_bytes=s.max_command_bytes)  # fmt: skip
+        return in_directory(command, cwd), analysis
 
     def check_gated_tool(
         self, tool: str, args_text: str, *, session_id: str, backend: str
@@ -207,12 +207,18 @@ class ApprovalGuard:
         Every line the write submits is checked as a command (the whole command typed so
         far, so ``r`` then ``m -rf DIR\\n`` is ``rm -rf DIR``), read both as a line editor
         and as a program without one would; a line whose editing could not be modelled
-        needs approval (``pty_input_unmodelled``). Only when every line is allowed is the
-        write applied to ``buffer``; the caller then writes ``data``. Raises
-        :class:`~registry.approval.limits.CommandTooLong` like :meth:`check`."""
-        for line in buffer.peek_both(data):
+        needs approval (``pty_input_unmodelled``), one a hard-line rule blocks in the
+        directory the typed lines tell (``buffer.cwd``: a hint, it only adds blocks) is
+        blocked. Only when every line is allowed is the write applied to ``buffer``; the
+        caller then writes ``data``. Raises ``CommandTooLong`` like :meth:`check`."""
+        lines = buffer.peek_both(data)
+        for line, cwd in zip(lines, buffer.cwd.along(lines), strict=True):
+            settings, rules = self.config.get()
+            if cwd is not None and line.opaque is None:
+                subject, hinted = self._analysis(line.text, env, cwd, settings)
+                if hinted.hardline is not None:
+                    return self._decide(subject, hinted, settings, rules, session_id, backend)
             if line.opaque is not None and (line.text.strip() or buffer.rebound):
-                settings, rules = self.config.get()
                 finding = Finding(PTY_UNMODELLED, f"pty input: {line.opaque}", False)
                 analysis = Analysis(line.text, line.text, (finding,), (line.text,), False)
                 decision = self._decide(line.text, analysis, settings, rules, session_id, backend)
@@ -234,12 +240,8 @@ class ApprovalGuard:
     ) -> ApprovalDecision:
         hard = analysis.hardline
         if hard is not None:
-            log.info(
-                "approval: hardline %s blocked (session %s, backend %s)",
-                hard.key,
-                session_id,
-                backend,
-            )
+            log.info("approval: hardline %s blocked (session %s, backend %s)",
+                     hard.key, session_id, backend)  # fmt: skip
             return ApprovalDecision(
                 outcome="blocked",
                 pattern_key=hard.key,
@@ -332,12 +334,8 @@ class ApprovalGuard:
             expires_at=now + settings.timeout,
         )
         record = self.store.create_or_get_pending(record, now=now)
-        log.info(
-            "approval: %s requires approval %s (session %s)",
-            record.pattern_key,
-            record.approval_id,
-            session_id,
-        )
+        log.info("approval: %s requires approval %s (session %s)",
+                 record.pattern_key, record.approval_id, session_id)  # fmt: skip
         return ApprovalDecision(
             outcome="approval_required",
             pattern_key=record.pattern_key,

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from registry.approval.limits import DEFAULT_MAX_COMMAND_BYTES
 from registry.approval.pty_cooked import CookedLineBuffer
+from registry.approval.pty_cwd import PtyCwd
 from registry.approval.shell.parse import parse_script
 
 __all__ = ["PtyLine", "PtyLineBuffer"]
@@ -88,10 +89,15 @@ class _State:
 class PtyLineBuffer:
     """Line-editor model of one pty's input (module docstring)."""
 
-    def __init__(self, max_pending: int = DEFAULT_MAX_COMMAND_BYTES) -> None:
+    def __init__(
+        self, max_pending: int = DEFAULT_MAX_COMMAND_BYTES, cwd: str | None = None
+    ) -> None:
+        """``cwd``: where the pty's shell starts, when known."""
         self.max_pending = max_pending
         self._state = _State()
         self._cooked = CookedLineBuffer(_complete, max_pending)
+        self.cwd = PtyCwd(cwd)
+        """Where the shell is, as the lines fed tell (:mod:`~registry.approval.pty_cwd`)."""
 
     @property
     def pending(self) -> str:
@@ -102,6 +108,7 @@ class PtyLineBuffer:
         """Forget everything typed (the process was restarted)."""
         self._state = _State()
         self._cooked.reset()
+        self.cwd = PtyCwd()
 
     def peek(self, data: str) -> list[PtyLine]:
         """The lines writing ``data`` would submit, leaving the buffer unchanged."""
@@ -124,7 +131,9 @@ class PtyLineBuffer:
     def feed(self, data: str) -> list[PtyLine]:
         """Apply ``data`` (it was written to the pty) and return the lines it submitted."""
         self._cooked.feed(data)
-        return self._apply(self._state, data)
+        lines = self._apply(self._state, data)
+        self.cwd.advance(lines)
+        return lines
 
     # -- editing ------------------------------------------------------------------
     def _apply(self, st: _State, data: str) -> list[PtyLine]:

@@ -126,3 +126,29 @@ def test_a_pty_shell_whose_keys_were_rebound_is_not_trusted(
         assert (tmp_path / "victim" / "sub").exists()
     finally:
         client.kill(pid)
+
+
+def test_a_delete_typed_after_a_cd_line_is_judged_where_the_shell_went(
+    client: SandboxClient, tmp_path: Path
+) -> None:
+    # `cd /` and `rm -rf *` typed as two lines into a pty shell: the second is a delete
+    # of / (hardline), not an `rm -rf *` somewhere that a person might approve.
+    (tmp_path / "keep").mkdir()
+    started = call(client, "terminal", {"command": "exec bash --norc --noprofile -i",
+                                        "workdir": str(tmp_path), "background": True,
+                                        "pty": True})  # fmt: skip
+    pid = started["process_id"]
+    try:
+        _settled(client, pid, "ready")
+        assert _type(client, pid, "cd /\n")["status"] == "running"
+        refused = _type(client, pid, "rm -rf *\n")
+        assert refused["status"] == "blocked", refused
+        assert "hardline" in refused["error"], refused
+        # Lines that move the shell where they cannot be followed leave it unknown: the
+        # same delete then asks, as any `rm -rf *` of an unknown directory does.
+        assert _type(client, pid, f"cd {tmp_path}; cd /\n")["status"] == "running"
+        assert _type(client, pid, "rm -rf *\n")["status"] == "approval_required"
+        _settled(client, pid, "after")
+        assert (tmp_path / "keep").exists()
+    finally:
+        client.kill(pid)
