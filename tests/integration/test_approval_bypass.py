@@ -82,6 +82,20 @@ def _settled(client: SandboxClient, process_id: str, word: str) -> None:
     wait_until(lambda: f"{word}-42" in _log(client, process_id), 30, f"{word} echoed")
 
 
+def _bash_on_pty(client: SandboxClient, workdir: Path) -> str:
+    """A background interactive bash on a pty, ready for typing: its process id."""
+    started = call(client, "terminal", {"command": "exec bash --norc --noprofile -i",
+                                        "workdir": str(workdir), "background": True,
+                                        "pty": True})  # fmt: skip
+    pid: str = started["process_id"]
+    try:
+        _settled(client, pid, "ready")
+    except BaseException:
+        client.kill(pid)
+        raise
+    return pid
+
+
 def test_input_to_a_shell_without_a_line_editor_is_judged_as_it_receives_it(
     client: SandboxClient, tmp_path: Path
 ) -> None:
@@ -107,12 +121,8 @@ def test_a_pty_shell_whose_keys_were_rebound_is_not_trusted(
     # A readline macro runs a command on one key: after `bind`, typed keys mean what the
     # binding says, which the line model cannot know.
     (tmp_path / "victim" / "sub").mkdir(parents=True)
-    started = call(client, "terminal", {"command": "exec bash --norc --noprofile -i",
-                                        "workdir": str(tmp_path), "background": True,
-                                        "pty": True})  # fmt: skip
-    pid = started["process_id"]
+    pid = _bash_on_pty(client, tmp_path)
     try:
-        _settled(client, pid, "ready")
         bind = 'bind \'"\\C-a": "rm -rf victim\\n"\'\n'
         refused = _type(client, pid, bind)
         assert refused["status"] == "approval_required", refused
@@ -134,12 +144,8 @@ def test_a_delete_typed_after_a_cd_line_is_judged_where_the_shell_went(
     # `cd /` and `rm -rf *` typed as two lines into a pty shell: the second is a delete
     # of / (hardline), not an `rm -rf *` somewhere that a person might approve.
     (tmp_path / "keep").mkdir()
-    started = call(client, "terminal", {"command": "exec bash --norc --noprofile -i",
-                                        "workdir": str(tmp_path), "background": True,
-                                        "pty": True})  # fmt: skip
-    pid = started["process_id"]
+    pid = _bash_on_pty(client, tmp_path)
     try:
-        _settled(client, pid, "ready")
         assert _type(client, pid, "cd /\n")["status"] == "running"
         refused = _type(client, pid, "rm -rf *\n")
         assert refused["status"] == "blocked", refused
