@@ -141,10 +141,9 @@ def vendor_match(value: str) -> bool:
 
 
 # --------------------------------------------------------------- detectors
-#: After a prefix: 8 body characters, or fewer and then a separator (a split token).
-_BODY_AHEAD: Final = f"(?=[A-Za-z0-9_+/=-]{{8}}|[A-Za-z0-9_+/=-]{{0,7}}{SEP_START})"
-#: The same after the first character of a prefix anchored there (``AKIA``).
+#: A body's start: 8 body characters, or fewer and then a separator (a split token).
 _START_BODY: Final = f"(?:[A-Za-z0-9_+/=-]{{8}}|[A-Za-z0-9_+/=-]{{0,7}}{SEP_START})"
+_BODY_AHEAD: Final = f"(?={_START_BODY})"
 
 
 def _self_overlaps(literal: str) -> bool:
