@@ -1,13 +1,12 @@
 """The errors of sbx's worker package, under the one sbx error root.
 
 Every sbx error derives from :class:`~environments.errors.SbxError` and carries
-its wire ``status`` and CLI ``exit_code``; this module re-exports the root and
-its generic branches so that callers of the worker need only this one import.
+its wire ``status`` and CLI ``exit_code``; this module re-exports the root, its
+generic branches and the errors a client raises (:mod:`worker.protocol.errors`), so
+that callers of the worker need only this one import.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from environments.errors import (
     EXIT_DENIED,
@@ -19,6 +18,16 @@ from environments.errors import (
     NotFound,
     SbxError,
     Unsupported,
+)
+from worker.protocol.errors import (
+    BrokerUnavailable,
+    CallError,
+    ClientError,
+    FileError,
+    ForgedResult,
+    ProcessError,
+    SessionRequired,
+    TokenRequired,
 )
 
 __all__ = [
@@ -42,50 +51,6 @@ __all__ = [
     "Unsupported",
     "exit_code_for",
 ]
-
-
-class ClientError(SbxError, RuntimeError):
-    """The client could not be set up (no session, no token, no broker)."""
-
-
-class SessionRequired(ClientError, Invalid):
-    """No session id was given (argument or ``SBX_SESSION_ID``), or it is malformed."""
-
-
-class TokenRequired(ClientError, Denied):
-    """No session token was given and none can be minted here."""
-
-
-class ForgedResult(ClientError):
-    """Only answers that failed their authentication check came back for a call: someone
-    other than a worker wrote into its mailbox. None of it was returned."""
-
-    status = "forged"
-
-
-class BrokerUnavailable(ClientError):
-    """The broker could not be reached: the message says whether the call was sent."""
-
-
-class CallError(SbxError, RuntimeError):
-    """A call answered an error; ``status`` is its wire status (``denied``, ``not_found``,
-    ``invalid``, ``pending``, ``error``, ...) and ``result`` the whole answer."""
-
-    def __init__(
-        self, message: str, status: str = "error", result: dict[str, Any] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.result = result or {}
-
-
-class ProcessError(CallError):
-    """A process or receipt action answered an error (see :class:`CallError`)."""
-
-
-class FileError(CallError):
-    """An upload or download answered an error, or its bytes arrived incomplete
-    (see :class:`CallError`)."""
 
 
 EXIT_FOR_STATUS: dict[str, int] = {

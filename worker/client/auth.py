@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, TypeVar
 import redis
 from pydantic import BaseModel
 
-from process_registry.tokens.formats import token_info
-from worker.errors import BrokerUnavailable, TokenRequired
+from worker.protocol.credentials import token_info
+from worker.protocol.errors import BrokerUnavailable, TokenRequired
 from worker.protocol.mac import (
     ApproverProof,
     CallProof,

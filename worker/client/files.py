@@ -22,7 +22,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from worker.client.processes import parse_answer
-from worker.errors import FileError
+from worker.protocol.errors import FileError
 from worker.protocol.messages import FileInfo
 from worker.protocol.streams import CallStreams, drain
 

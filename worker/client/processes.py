@@ -24,7 +24,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from worker.client.budget import ANSWER_SLACK_S
-from worker.errors import CallError, ProcessError
+from worker.protocol.errors import CallError, ProcessError
 from worker.protocol.ledger import read_route
 from worker.protocol.process_messages import (
     Continuation,
@@ -36,7 +36,6 @@ from worker.protocol.process_messages import (
     ReceiptOpMessage,
     VerifyReport,
 )
-from worker.protocol.receipt_homes import read_receipt_homes
 from worker.protocol.tasks import RECEIPT_OP_TASK
 
 if TYPE_CHECKING:
@@ -212,6 +211,8 @@ class ProcessClientMixin:
         """``(queues, gone)``: a queue of each home keeping this session's receipts
         (:mod:`worker.protocol.receipt_homes`; ``[None]``, the shared queue, when none is
         known), and the workers of homes no running worker serves."""
+        from worker.protocol.receipt_homes import read_receipt_homes  # only receipt reads
+
         try:
             homes = read_receipt_homes(self.ledger.client, self.session_id)
         except Exception:

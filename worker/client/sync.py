@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import redis
 
-from process_registry.tokens.formats import InvalidSessionId, validate_session_id
 from worker.client import files
 from worker.client.approvals import ApprovalClientMixin
 from worker.client.auth import ClientAuth, client_auth
 from worker.client.budget import ANSWER_SLACK_S, call_budget
 from worker.client.processes import ProcessClientMixin, parse_answer
-from worker.errors import BrokerUnavailable, CallError, ClientError, SessionRequired
+from worker.protocol.credentials import InvalidSessionId, validate_session_id
+from worker.protocol.errors import BrokerUnavailable, CallError, ClientError, SessionRequired
 from worker.protocol.ledger import CallLedger
 from worker.protocol.mac import answer_opener
 from worker.protocol.messages import (

@@ -20,14 +20,16 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
-from worker.protocol.leases import LeaseRenewal
 from worker.protocol.mac import MAX_CLOCK_SKEW_S
 from worker.protocol.revocations import SEEDED_KEY, epoch_key, parse_epoch
 from worker.protocol.streams import Piece, stream_key
+
+if TYPE_CHECKING:  # a worker renews leases; a client never does
+    from worker.protocol.leases import LeaseRenewal
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,15 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from process_registry.tokens.formats import V1_KID, TokenInfo, approver_kid, token_info
-from process_registry.tokens.primitives import canonical, mac, same
+from worker.protocol.credentials import (
+    V1_KID,
+    TokenInfo,
+    approver_kid,
+    canonical,
+    mac,
+    same,
+    token_info,
+)
 
 PROOF_FIELDS = frozenset({"proof", "approver", "child_proof"})
 ROUTING_FIELDS = frozenset({"handoffs"})

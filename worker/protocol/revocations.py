@@ -23,8 +23,7 @@ from typing import Any
 
 import redis
 
-from process_registry.private_dirs import make_private_dirs
-from process_registry.tokens.formats import InvalidSessionId, validate_session_id
+from worker.protocol.credentials import InvalidSessionId, validate_session_id
 
 SEEDED_KEY = "sbx:sessions:seeded"
 
@@ -51,6 +50,10 @@ def _read_mirror(home: Path | None, session_id: str) -> int:
 
 
 def _write_mirror(home: Path, session_id: str, epoch: int) -> None:
+    # Only a worker or an operator's ``sbx session revoke`` writes the mirror: a client that
+    # reads epochs never loads this.
+    from process_registry.private_dirs import make_private_dirs
+
     directory = _mirror_dir(home)
     make_private_dirs(directory)
     tmp = directory / f".tmp-{secrets.token_hex(6)}"
