@@ -213,12 +213,13 @@ class ApprovalGuard:
         caller then writes ``data``. Raises ``CommandTooLong`` like :meth:`check`."""
         lines = buffer.peek_both(data)
         for line, cwd in zip(lines, buffer.cwd.along(lines), strict=True):
-            settings, rules = self.config.get()
             if cwd is not None and line.opaque is None:
+                settings, rules = self.config.get()
                 subject, hinted = self._analysis(line.text, env, cwd, settings)
                 if hinted.hardline is not None:
                     return self._decide(subject, hinted, settings, rules, session_id, backend)
             if line.opaque is not None and (line.text.strip() or buffer.rebound):
+                settings, rules = self.config.get()
                 finding = Finding(PTY_UNMODELLED, f"pty input: {line.opaque}", False)
                 analysis = Analysis(line.text, line.text, (finding,), (line.text,), False)
                 decision = self._decide(line.text, analysis, settings, rules, session_id, backend)
