@@ -27,6 +27,7 @@ from environments.conformance_shell import (
     check_command_may_redirect_its_own_output,
     check_command_sees_a_plain_shell,
     check_lost_cwd_runs_nothing,
+    check_output_written_between_calls_is_not_the_next_commands,
     check_shell_variables_do_not_break_the_shell,
     check_state_in_any_bytes,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "check_command_may_redirect_its_own_output",
     "check_command_sees_a_plain_shell",
     "check_lost_cwd_runs_nothing",
+    "check_output_written_between_calls_is_not_the_next_commands",
     "check_shell_variables_do_not_break_the_shell",
     "check_state_in_any_bytes",
     "run_suite",

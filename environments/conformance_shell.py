@@ -1,12 +1,19 @@
 """Conformance checks of what a command can do to its own session shell: end itself by a
 signal, trace itself, send its own output elsewhere or close it, leave state the shell
-must carry in bytes that are not UTF-8,
-export variables that change how a shell reads its input, remove its own directory.
+must carry in bytes that are not UTF-8, export variables that change how a shell reads
+its input, remove its own directory, leave a process running that writes after it ended.
 None of it may cost the session its shell, its state or a truthful answer."""
 
 from __future__ import annotations
 
-from environments.conformance_tools import Factory, ok, run, sandbox, scratch_dir
+from environments.conformance_tools import (
+    Factory,
+    ok,
+    run,
+    sandbox,
+    scratch_dir,
+    wait_for_content,
+)
 from environments.errors import InvalidCommand, WorkdirNotFound
 
 
@@ -92,3 +99,22 @@ def check_command_may_redirect_its_own_output(make: Factory) -> None:
         both = run(env, "export SBX_CONF_BOTH=3; exec >&- 2>&-")
         assert (both.exit_code, both.output) == (0, ""), both
         assert ok(env, 'echo "$SBX_CONF_SHUT $SBX_CONF_BOTH $PWD"') == "2 3 /\n"
+
+
+def check_output_written_between_calls_is_not_the_next_commands(make: Factory) -> None:
+    """What a process an earlier command left running writes while no call runs does not
+    show as the next command's output (that answer may say it was dropped); the answer
+    after holds only its own command's output."""
+    with sandbox(make) as env:
+        where = scratch_dir(env)
+        ok(
+            env,
+            f"cd '{where}' && : >said && "
+            "(until [ -e go ]; do sleep 0.02; done; echo STRAY; echo written >said) &",
+        )
+        env.write_file(f"{where}/go", b"")
+        assert wait_for_content(env, f"{where}/said", b"written\n"), "the process never wrote"
+        mine = run(env, "echo mine")
+        assert (mine.exit_code, mine.output.endswith("mine\n")) == (0, True), mine
+        assert "STRAY" not in mine.output, mine
+        assert ok(env, "echo again") == "again\n"

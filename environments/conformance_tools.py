@@ -60,6 +60,17 @@ def wait_ended(env: Environment, process: SpawnedProcess, seconds: float = 30.0)
         time.sleep(0.05)
 
 
+def wait_for_content(env: Environment, path: str, content: bytes, seconds: float = 30.0) -> bool:
+    """Poll ``read_file(path)`` from outside the sandbox until it is ``content`` or
+    ``seconds`` pass: for waits that no call may run through."""
+    deadline = time.monotonic() + seconds
+    while env.read_file(path) != content:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def count_processes(env: Environment, needle: str) -> int:
     """Processes in the sandbox whose command line contains ``needle`` (zombies excluded)."""
     # The [x] trick keeps this scan's own command line from matching itself.

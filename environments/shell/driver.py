@@ -47,8 +47,6 @@ from environments.shell.script import (
 )
 from environments.shell.state import DumpParser, adopted_env, read_start_report
 
-TIMEOUT_EXIT_CODE = 124
-CANCELLED_EXIT_CODE = 130
 _CANCEL_POLL_S = 0.05  # how often a running command checks its cancel event
 _SHELL_PATIENCE_S = 5.0  # a shell that stops answering, before it is replaced (>= kill grace)
 
@@ -268,6 +266,9 @@ class SessionShell:
     ) -> ShellResult:
         capture = OutputCapture(output_limit)
         pgid: int | None = None
+        # Output read before a serving shell's subshell reports its pid cannot be this
+        # command's: processes an earlier command left running wrote it between calls.
+        stray = 0
         new_env: dict[str, str] | None = None
         new_cwd: str | None = None
         exit_code: int | None = None
@@ -327,6 +328,9 @@ class SessionShell:
                 break
             for event in scanner.feed(chunk):
                 if isinstance(event, Output):
+                    if pgid is None and self._serving:
+                        stray += len(event.data)
+                        continue
                     capture.feed(event.data)
                     if on_output is not None:
                         on_output(event.data)
@@ -377,17 +381,8 @@ class SessionShell:
             self.env = adopted_env(new_env, overrides, self.env)
             if new_cwd and not workdir:
                 self.cwd = new_cwd
-        if cancelled:
-            code = CANCELLED_EXIT_CODE
-        elif timed_out:
-            code = TIMEOUT_EXIT_CODE
-        elif exit_code is None:
-            code = -1
-            capture.feed(b"\n[sbx: the session shell died; it will be restarted]\n")
-        else:
-            code = exit_code
-        return ShellResult(
-            capture, code, timed_out and not cancelled, self.cwd, restarted, cancelled
+        return ShellResult.ended(
+            capture, exit_code, timed_out, cancelled, self.cwd, restarted, stray
         )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Iterator
 
@@ -17,7 +18,9 @@ import pytest
 
 from environments.backends.local.channel import PipeChannel
 from environments.backends.local.environment import LocalConfig, LocalEnvironment
+from environments.backends.local.tree import kill_tree
 from environments.shell.driver import SessionShell
+from environments.shell.result import stray_note
 from environments.shell.script import REBASE_BYTES, REBASE_REQUEST, REBASE_STATUS
 
 SHELLS = {
@@ -52,7 +55,11 @@ def shell(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> Iterato
         channels.append(channel)
         return channel
 
-    session = SessionShell(open_channel, os.killpg, kill_grace=0.5)
+    killed: dict[int, set[int]] = {}
+    # As the local backend signals (dash and busybox have no job control here).
+    session = SessionShell(
+        open_channel, lambda pgid, signum: kill_tree(pgid, signum, killed), kill_grace=0.5
+    )
     session.channels = channels  # type: ignore[attr-defined]
     try:
         yield session
@@ -184,3 +191,42 @@ def test_a_deadline_before_the_command_reports_its_group_ends_only_the_command(
         assert (after.output, after.shell_restarted) == ("alive\n", False), after
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("escape", ["", "setsid "])
+def test_output_written_between_calls_is_dropped_and_said(
+    shell: SessionShell, tmp_path: os.PathLike[str], escape: str
+) -> None:
+    # A process the first command left running (or, with setsid and a parent gone, one
+    # that escaped the kill of its cancelled command's tree) writes while no call runs:
+    # the next answer says how much was dropped and holds its own output only, also in
+    # what it streams.
+    ready, go, said = (os.path.join(tmp_path, name) for name in ("ready", "go", "said"))
+    for fifo in (ready, go, said):
+        os.mkfifo(fifo)
+    stray = f"({escape}sh -c 'echo > ready; read _ < go; echo STRAY; echo > said' &)"
+    cancel = threading.Event()
+
+    def cancel_once_ready() -> None:
+        with open(ready) as up:
+            up.read()
+        cancel.set()
+
+    waiter = threading.Thread(target=cancel_once_ready)
+    waiter.start()
+    if escape:
+        first = shell.run(f"{stray}; sleep 600", timeout=60, output_limit=4096, cancel=cancel)
+        assert first.cancelled, first
+    else:
+        run(shell, stray)
+    waiter.join()
+    with open(go, "w") as release:
+        release.write("\n")
+    with open(said) as written:
+        assert written.read() == "\n"  # STRAY went out before this
+    streamed: list[bytes] = []
+    mine = shell.run("echo mine", timeout=30, output_limit=4096, on_output=streamed.append)
+    assert (mine.exit_code, mine.stray_bytes, mine.output.text()) == (0, 6, "mine\n")
+    assert b"".join(streamed) == b"mine\n"
+    assert mine.exec_result(time.monotonic()).output == stray_note(6) + "mine\n"
+    assert run(shell, "echo again") == "again\n"
