@@ -18,7 +18,6 @@ files' stamps at most that often) and reloads.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -43,6 +42,12 @@ RECHECK_S = 1.0
 
 class KeyringError(ValueError):
     """A key that cannot be used, added or removed (the message says why)."""
+
+
+class KeyFileExposed(KeyringError):
+    """A key file that another user owns, or that group or others may read or write:
+    its key may be known or chosen by someone else, so no token is signed or checked
+    with it (what is stored under the keyring is refused whole, not skipped)."""
 
 
 def key_id(secret: bytes) -> str:
@@ -105,14 +110,30 @@ def _read_private(path: Path) -> bytes | None:
     except OSError as exc:
         raise KeyringError(f"cannot read key file {path.name}: {exc.strerror}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise KeyringError(f"key file {path.name} is not a regular file")
+        _check_private(path, st)
         chunks = []
         while chunk := os.read(fd, 65536):
             chunks.append(chunk)
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _check_private(path: Path, st: os.stat_result) -> None:
+    if st.st_uid != os.geteuid():
+        raise KeyFileExposed(
+            f"key file {path} belongs to user id {st.st_uid}, not to this user "
+            f"({os.geteuid()}): it is not used; replace it with a key of this user's own"
+        )
+    if (mode := stat.S_IMODE(st.st_mode)) & 0o077:
+        raise KeyFileExposed(
+            f"key file {path} is open to other users (mode {mode:04o}): it is not used; "
+            "chmod 600 it, and if anyone else could have read or replaced it, rotate "
+            "the key (sbx keys rotate)"
+        )
 
 
 def _write_exclusive(path: Path, data: bytes) -> None:
@@ -214,8 +235,12 @@ class KeyringStore:
             created = os.stat(self.legacy).st_mtime
             keys.append(Key(key_id(legacy.strip()), legacy.strip(), created, "secret.key"))
         for path in self._files():
-            with contextlib.suppress(KeyringError, ValueError, TypeError, KeyError):
+            try:
                 keys.append(self._parse(path))
+            except KeyFileExposed:
+                raise
+            except (ValueError, TypeError, KeyError):
+                continue  # not a key file of the keyring's own making
         seen: set[str] = set()
         unique = []
         for k in keys:

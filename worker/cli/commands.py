@@ -42,6 +42,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from celery.signals import worker_ready
 
     from worker.broker.embedded import stopped_on_abort
+    from worker.identity import keyring_store
     from worker.service.backends import check_backend_names, isolation_notice
     from worker.service.runner import run_worker
 
@@ -50,6 +51,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         get_settings.cache_clear()
     settings = get_settings()
     check_backend_names(settings)  # before anything starts
+    # A worker signs and checks every call's token: a key it may not use (another user's,
+    # or open to them) stops it here, not at its first call.
+    keyring_store(settings).current(create=True)
     queues = args.queues.split(",") if args.queues else None
     notice = isolation_notice(settings)
     if notice is not None:
