@@ -63,7 +63,7 @@ class ProcessCompletion(TrackedProcesses):
         try:
             code = status_file_code(t.env, rec.status_path)
             if code is None and forced:
-                # Our KILL took the wrapper too (it records TERM's 143, never KILL's):
+                # Our KILL took the wrapper too, before it could record anything:
                 # what a shell says of a command ended that way, whichever is its parent.
                 code = 128 + signal.SIGKILL
             if code is None:

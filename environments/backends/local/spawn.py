@@ -21,19 +21,24 @@ from environments.errors import SandboxDead
 
 _START_TIMEOUT_S = 30.0
 
-PLAIN_WRAPPER = '(set -- "$1"; eval "shift; $1") </dev/null; printf %s "$?" > "$2"'
+_RUN = '(set -- "$1"; eval "shift; $1") </dev/null 2>&1; printf %s "$?" > "$2"'
+
+PLAIN_WRAPPER = "exec 2>/dev/null; trap : TERM; " + _RUN
 """Runs ``$1`` with empty positional parameters and stdin, then writes its status to
-``$2`` in one write: a reader sees it whole or an empty file ("not yet"), never torn."""
+``$2`` in one write: a reader sees it whole or an empty file ("not yet"), never torn.
+
+The wrapper leads the process's group, so a kill's TERM reaches it too: it outlives
+that TERM (its command does not inherit the trap) to record what the command made of
+it; a command that needed the KILL ends with its wrapper, unrecorded, and is known by
+that. The command's stderr goes to the output, the wrapper's own (``Terminated``)
+nowhere."""
 
 
 def jailed_wrapper(ready: int) -> str:
-    """:data:`PLAIN_WRAPPER` for a jail, which survives the TERM its command gets: the
-    command's stderr to the output, the wrapper's own (``Terminated``) nowhere, and one
-    byte to ``ready`` once running (through ``/proc``: dash takes one-digit descriptors)."""
-    return (
-        f"exec 2>/dev/null; printf . >/proc/self/fd/{ready}; "
-        '(set -- "$1"; eval "shift; $1") </dev/null 2>&1; printf %s "$?" > "$2"'
-    )
+    """:data:`PLAIN_WRAPPER` for a jail, where the wrapper is the namespace's init (which
+    no TERM from outside ends), and one byte to ``ready`` once running (through
+    ``/proc``: dash takes one-digit descriptors)."""
+    return f"exec 2>/dev/null; printf . >/proc/self/fd/{ready}; " + _RUN
 
 
 def _read(fd: int, deadline: float, *, one_byte: bool) -> bytes:
