@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
-__all__ = ["PtyCwd"]
+__all__ = ["PtyCwd", "start_dir"]
 
 _PLAIN_CD = re.compile(r"\s*cd(?:\s+--)?\s+(?P<dir>[A-Za-z0-9_./+,:@%=-]+)\s*;?\s*\Z")
 # A word that may move the shell, where a command may start; or a function definition.
@@ -62,6 +62,16 @@ class PtyCwd:
         """Follow ``lines``, which the shell received."""
         for line in lines:
             self.current = _after(self.current, line)
+
+
+def start_dir(session_cwd: str | None, workdir: str | None) -> str | None:
+    """Where a process started with ``workdir`` (None: none given) in a session whose
+    directory is ``session_cwd`` (None: unknown) runs: None when that is not known."""
+    if workdir and posixpath.isabs(workdir):
+        return posixpath.normpath(workdir)
+    if session_cwd is None or not posixpath.isabs(session_cwd):
+        return None
+    return posixpath.normpath(posixpath.join(session_cwd, workdir or "."))
 
 
 def _after(here: str | None, line: _Line) -> str | None:

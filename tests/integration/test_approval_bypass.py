@@ -158,3 +158,25 @@ def test_a_delete_typed_after_a_cd_line_is_judged_where_the_shell_went(
         assert (tmp_path / "keep").exists()
     finally:
         client.kill(pid)
+
+
+@pytest.mark.parametrize("how", ["workdir", "session"])
+def test_a_delete_typed_into_a_pty_is_judged_where_the_pty_started(
+    client: SandboxClient, tmp_path: Path, how: str
+) -> None:
+    # A pty bash started in / (its workdir, or the session's directory): `rm -rf *` typed
+    # as its first line is a delete of / (hardline), not one somewhere that may be asked.
+    if how == "session":
+        assert call(client, "terminal", {"command": "cd /"})["exit_code"] == 0
+    where = {"workdir": "/"} if how == "workdir" else {}
+    started = call(client, "terminal", {"command": "exec bash --norc --noprofile -i",
+                                        "background": True, "pty": True, **where})  # fmt: skip
+    pid: str = started["process_id"]
+    try:
+        _settled(client, pid, "ready")
+        refused = _type(client, pid, "rm -rf *\n")
+        assert refused["status"] == "blocked", refused
+        assert "hardline" in refused["error"], refused
+        _settled(client, pid, "after")
+    finally:
+        client.kill(pid)

@@ -1,19 +1,18 @@
 """The worker's background-process service: ``terminal`` with ``background``, ``process``, receipts.
 
-One :class:`ProcessManager` per worker process wraps a
-:class:`~process_registry.table.ProcessTable` over ``SBX_HOME`` whose
-environments are the sessions' sandboxes in the worker's pool.
+One :class:`ProcessManager` per worker process wraps a :class:`~process_registry.table.ProcessTable`
+over ``SBX_HOME`` whose environments are the sessions' sandboxes in the worker's pool.
 
 Contracts:
 
 * Every method takes the caller's *verified* session id (``ctx.session_id``
   for tools; ``worker.service.receipt_ops`` verifies the proof for receipt operations).
   Ownership is checked by the registry; a process id alone authorizes nothing.
-* Tool-facing methods never raise for expected failures: unknown ids, bad ids
-  and unsupported actions come back as ``{"error": ..., "status": "not_found"
-  | "invalid" | "error"}``. Another session's process or receipt answers
-  exactly as an unknown id does (``not_found``, same words, answered here and
-  never forwarded), so ids reveal nothing about other sessions.
+* Tool-facing methods never raise for expected failures: unknown ids, bad ids and
+  unsupported actions come back as ``{"error": ..., "status": "not_found" | "invalid" |
+  "error"}``. Another session's process or receipt answers exactly as an unknown id does
+  (``not_found``, same words, answered here and never forwarded), so ids reveal nothing
+  about other sessions.
 * Routing: each running (started or adopted) process is routed to this worker's
   own queue, and a finished one to its receipt (:mod:`worker.service.process_routes`).
 """
@@ -41,6 +40,7 @@ from process_registry.table import InputUnsupported, ProcessTable, PtyUnsupporte
 from process_registry.tokens.formats import InvalidSessionId
 from process_registry.tokens.sealer import Sealer
 from registry.approval import CommandTooLong, PtyLineBuffer
+from registry.approval.pty_cwd import start_dir
 from registry.tools.process import ProcessArgs
 from worker.protocol.ledger import read_route
 from worker.protocol.receipt_homes import home_id
@@ -151,8 +151,9 @@ class ProcessManager:
             return True
 
     def _unroute(self, process_id: str, owner: str) -> None:
-        """A finished process: the fleet's copy of its checkpoint goes, and its route
-        (see :mod:`worker.service.process_routes`)."""
+        """A finished process: the fleet's copy of its checkpoint goes, its route (see
+        :mod:`worker.service.process_routes`) and what was typed into it."""
+        self._pty_lines.pop(process_id, None)
         if self.shared is not None:
             try:
                 self.shared.remove(process_id)
@@ -189,6 +190,10 @@ class ProcessManager:
                     workdir=args.workdir,
                     pty=bool(getattr(args, "pty", False)),
                 )
+                if rec.pty:  # lines typed into it are judged from where its shell starts
+                    state = env.session_state()
+                    where = start_dir(state.cwd if state else None, args.workdir)
+                    self._pty_lines[rec.process_id] = PtyLineBuffer(cwd=where)
         except _START_REFUSED as exc:
             return _error(str(exc), "error")
         self.routes.record(rec.process_id, ctx.session_id)
@@ -339,11 +344,7 @@ class ProcessManager:
                 len(report.finalized),
                 len(report.skipped),
             )
-        return {
-            "adopted": report.adopted,
-            "finalized": report.finalized,
-            "skipped": report.skipped,
-        }
+        return {"adopted": report.adopted, "finalized": report.finalized, "skipped": report.skipped}
 
     def adopt_absent(self, only: str | None = None) -> builtins.list[str]:
         """While the worker runs (its reaper, an action for a process whose worker is

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from registry.approval import ApprovalGuard, PtyLineBuffer
-from registry.approval.pty_cwd import PtyCwd
+from registry.approval.pty_cwd import PtyCwd, start_dir
 
 
 def typed(*writes: str, start: str | None = None) -> str | None:
@@ -80,3 +80,21 @@ def test_a_refused_line_does_not_move_the_hint() -> None:
     refused = guard.check_pty_write(buf, "rm -rf * ; cd /tmp\n", session_id="s", backend="local")
     assert refused.outcome == "blocked"
     assert buf.cwd.current == "/"
+
+
+@pytest.mark.parametrize(
+    ("session_cwd", "workdir", "where"),
+    [
+        ("/srv/app", None, "/srv/app"),
+        ("/srv/app", "build", "/srv/app/build"),
+        ("/srv/app", "../..", "/"),
+        ("/srv/app", "/etc/", "/etc"),
+        (None, "/etc", "/etc"),
+        (None, "build", None),  # relative to an unknown place
+        (None, None, None),
+    ],
+)
+def test_a_pty_starts_where_its_workdir_or_its_session_is(
+    session_cwd: str | None, workdir: str | None, where: str | None
+) -> None:
+    assert start_dir(session_cwd, workdir) == where
