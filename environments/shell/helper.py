@@ -243,13 +243,17 @@ class HelperOps:
     ended: a removed container, a stopped cloud sandbox. False for a host reached over the
     network (ssh), where it only means the host cannot be reached now: its processes run
     on, and must not be taken for ended."""
+    helper_deadline = 120.0
+    """Seconds a helper command may take before it is given up (a blocked read, say)."""
 
     def _helper(
         self, script: str, args: list[str], stdin: bytes | None = None
     ) -> tuple[int, bytes]:
         """Run ``sh -c SCRIPT sbx ARGS...`` in the sandbox; ``(exit status, stdout)``.
 
-        Raises :class:`~environments.errors.SandboxDead` when the sandbox is gone."""
+        Raises :class:`~environments.errors.SandboxDead` when the sandbox is gone,
+        :class:`~environments.errors.ServiceUnreachable` when no answer came within
+        :attr:`helper_deadline` (the command may still run)."""
         raise NotImplementedError
 
     def spawn(

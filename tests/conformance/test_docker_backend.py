@@ -11,7 +11,7 @@ import pytest
 from environments.backends.docker.config import DockerConfig, container_name
 from environments.backends.docker.environment import DockerEnvironment
 from environments.backends.docker.orphans import reap_orphans
-from environments.errors import SandboxError
+from environments.errors import SandboxError, ServiceUnreachable
 from tests.fixtures_backends import DOCKER_IMAGES, KILL_GRACE
 
 IMAGE = DOCKER_IMAGES["busybox"]
@@ -224,5 +224,24 @@ def test_heartbeat_moves_the_idle_clock(docker_client_ready: Any, session: str) 
         info = docker_client_ready.api.inspect_container(env.container_id)
         heartbeat = int(env.exec("stat -c %Y /tmp/.sbx-heartbeat").output)
         assert last_activity(docker_client_ready.api, info, config.heartbeat_path) >= heartbeat
+    finally:
+        env.close()
+
+
+def test_a_helper_command_that_does_not_answer_is_given_up(
+    docker_client_ready: Any, config: DockerConfig, session: str
+) -> None:
+    # A helper blocked in the container (here opening a FIFO nobody writes, as a file
+    # swapped for one after the helper checked it would) ends the operation at the
+    # deadline with a clear error; the session carries on.
+    env = _env(docker_client_ready, session, config)
+    try:
+        assert env.exec("mkfifo /tmp/stuck && echo made").output == "made\n"
+        env.helper_deadline = 1.0
+        with pytest.raises(ServiceUnreachable, match="did not answer"):
+            env._helper("cat /tmp/stuck", [])
+        env.helper_deadline = DockerEnvironment.helper_deadline
+        assert env._helper("echo answered", []) == (0, b"answered\n")
+        assert env.exec("echo alive").output == "alive\n"
     finally:
         env.close()

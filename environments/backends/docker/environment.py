@@ -25,13 +25,19 @@ from typing import Any
 
 import docker
 from docker.errors import APIError, ImageNotFound, NotFound
+from requests.exceptions import RequestException
 
 from environments.backends.docker.channel import DockerExecChannel
 from environments.backends.docker.config import DockerConfig, container_name, docker_client
 from environments.backends.docker.orphans import reap_orphans
 from environments.backends.naming import worker_label
 from environments.config import BackendConfig, config_of
-from environments.errors import BackendUnavailable, SandboxDead, SandboxError
+from environments.errors import (
+    BackendUnavailable,
+    SandboxDead,
+    SandboxError,
+    ServiceUnreachable,
+)
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import SandboxShellEnvironment
@@ -190,16 +196,17 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
     def _helper(
         self, script: str, args: list[str], stdin: bytes | None = None
     ) -> tuple[int, bytes]:
-        """Run ``sh -c SCRIPT sbx ARGS...`` in the container; ``(exit code, stdout)``."""
+        """Run ``sh -c SCRIPT sbx ARGS...`` in the container; ``(exit code, stdout)``.
+
+        Raises :class:`SandboxDead` when the container is gone or stopped,
+        :class:`ServiceUnreachable` when the engine or the command did not answer within
+        :attr:`helper_deadline` (the command is left to itself: it may still run)."""
         cid = self._container(verify=False)
         cmd = ["sh", "-c", script, "sbx", *args]
+        deadline = time.monotonic() + self.helper_deadline
         try:
             exec_id = self._api.exec_create(cid, cmd, stdin=stdin is not None)["Id"]
-            if stdin is None:
-                out, _ = self._api.exec_start(exec_id, demux=True)
-                stdout = out or b""
-            else:
-                stdout = self._feed_exec(exec_id, stdin)
+            stdout = self._run_exec(exec_id, stdin, deadline)
             code = self._api.exec_inspect(exec_id)["ExitCode"]
         except NotFound as exc:
             raise SandboxDead(
@@ -212,16 +219,25 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
                     "the next call starts it again"
                 ) from exc
             raise
+        except (OSError, RequestException) as exc:  # TimeoutError included
+            raise ServiceUnreachable(
+                f"a helper command in container {self.name} did not answer: {exc}"
+            ) from exc
         return (code if isinstance(code, int) else -1), stdout
 
-    def _feed_exec(self, exec_id: str, data: bytes) -> bytes:
+    def _run_exec(self, exec_id: str, stdin: bytes | None, deadline: float) -> bytes:
+        """The stdout of exec ``exec_id`` (fed ``stdin``), read until it ends or ``deadline``
+        (monotonic) passes: raises ``TimeoutError`` then."""
         channel = DockerExecChannel(self._api.exec_start(exec_id, socket=True))
         try:
-            channel.write(data)
-            channel.shutdown_write()
+            if stdin is not None:
+                channel.write(stdin)
+                channel.shutdown_write()
             chunks = []
-            while chunk := channel.read(60.0):
+            while chunk := channel.read(max(0.0, deadline - time.monotonic())):
                 chunks.append(chunk)
+            if chunk is None:
+                raise TimeoutError(f"no answer within {self.helper_deadline:g} s")
             return b"".join(chunks)
         finally:
             channel.close()

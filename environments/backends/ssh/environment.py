@@ -242,7 +242,7 @@ class SSHEnvironment(HelperPtyOps, ShellEnvironment):
             return process.exit_status, out
 
         try:
-            status, stdout = LOOP.run(talk(), 120)
+            status, stdout = LOOP.run(talk(), self.helper_deadline)
         except (OSError, asyncssh.Error, TimeoutError) as exc:
             raise ServiceUnreachable(f"helper command on {self.where} failed: {exc!r}") from exc
         finally:
