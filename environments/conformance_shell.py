@@ -109,7 +109,8 @@ def check_output_written_between_calls_is_not_the_next_commands(make: Factory) -
         where = scratch_dir(env)
         ok(
             env,
-            f"cd '{where}' && : >said && "
+            # Only the writer goes to the background (`a && b &` would put all of it there).
+            f"cd '{where}' || exit 1; : >said; "
             "(until [ -e go ]; do sleep 0.02; done; echo STRAY; echo written >said) &",
         )
         env.write_file(f"{where}/go", b"")

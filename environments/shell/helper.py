@@ -11,57 +11,22 @@ busybox's has no such option, and :data:`TRIM_HEAD` then says so (``no``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
 
 from environments.base import OUTPUT_ALIGN, HeadTrim, ShellIdentity, SpawnedProcess
 from environments.errors import NotRegularFile, SandboxDead, SandboxError, WorkdirNotFound
 from environments.shell.driver import SessionShell
 from environments.shell.helper_answers import (
     exports,
-    parse_kill_output,
     parse_spawn_output,
     parse_stat,
 )
+from environments.shell.helper_tree import KILL_TREE as KILL_TREE
+from environments.shell.helper_tree import kill_tree as kill_tree
 
 _STAT_ATTEMPTS = 3
+_STALE_GONE_S = 5.0  # how long an ended stale shell may take to be gone
 """Times a pid's state is asked before an answer that is neither alive nor gone raises."""
-
-KILL_TREE = r"""
-sig=$1; root=$2; shift 2
-# dash and busybox ash refuse `set -m` without a tty, so the command's subshell
-# is not always a group leader: collect its tree by parent pid, plus members of
-# its process group (bash) that were reparented, plus pids an earlier pass saw.
-pids=" $root $* "
-changed=1
-while [ "$changed" = 1 ]; do
-  changed=0
-  for d in /proc/[0-9]*; do
-    p=${d#/proc/}
-    case "$pids" in *" $p "*) continue;; esac
-    { read -r s < "$d/stat"; } 2>/dev/null || continue
-    s=${s##*) }
-    set -- $s
-    case "$pids" in *" $2 "*) pids="$pids$p "; changed=1; continue;; esac
-    [ "$3" = "$root" ] && { pids="$pids$p "; changed=1; }
-  done
-done
-[ "$sig" = 0 ] || kill -"$sig" -"$root" 2>/dev/null
-alive=
-for p in $pids; do
-  { read -r s < "/proc/$p/stat"; } 2>/dev/null || continue
-  s=${s##*) }
-  set -- $s
-  [ "$1" = Z ] && continue
-  kill -"$sig" "$p" 2>/dev/null && alive="$alive $p"
-done
-echo "sbx-pids$pids"
-echo "sbx-alive$alive"
-exit 0
-"""
-"""Args: ``SIGNUM ROOT_PID [PID...]``. Signals ROOT's group, ROOT, its descendants, reparented
-members of its group and the extra PIDs (found by an earlier pass). Signal 0 only probes.
-Prints ``sbx-pids`` (every pid considered) and ``sbx-alive`` (the live ones signalled)."""
-
 
 def spawn_script(start: str, check: str = "") -> str:
     """A script with the args ``WORKDIR COMMAND OUTPUT STATUS EXPORTS [MORE...]``: it
@@ -206,27 +171,6 @@ FILE_ERRORS: dict[int, type[OSError]] = {
 }
 
 
-def kill_tree(
-    helper: Callable[[str, list[str]], tuple[int, bytes]],
-    memory: dict[int, set[int]],
-    pgid: int,
-    signum: int,
-) -> None:
-    """``kill_group`` for :class:`~environments.shell.driver.SessionShell` through a helper runner.
-
-    ``memory`` keeps, per group, the pids seen by earlier passes: once TERM killed
-    the subshell its TERM-ignoring children are reparented and only found that way.
-    Raises ``ProcessLookupError`` when nothing of the tree is alive (the contract
-    SessionShell relies on when it probes with signal 0).
-    """
-    known = memory.setdefault(pgid, set())
-    _, out = helper(KILL_TREE, [str(signum), str(pgid), *map(str, sorted(known - {pgid}))])
-    seen, alive = parse_kill_output(out.decode(errors="replace"))
-    known.update(seen)
-    if not alive:
-        raise ProcessLookupError(f"no process of group {pgid} is alive")
-
-
 class HelperOps:
     """spawn/is_running/signal/read_file/write_file for backends that reach the sandbox only
     by running :data:`SPAWN`, :data:`STAT`... there through ``_helper``.
@@ -343,8 +287,16 @@ class HelperOps:
         stat = self._stat(shell.pid)
         if stat is None or (shell.start_time is not None and stat[2] != shell.start_time):
             return False  # gone, or the pid is another process now: never signal it
+        # The session's next command runs once nothing of that shell is left: a probe
+        # until the KILLed tree is gone (zombies count as gone), at most a few seconds.
+        seen: dict[int, set[int]] = {}
+        deadline = time.monotonic() + _STALE_GONE_S
         try:
-            self._helper(KILL_TREE, ["9", str(shell.pid)])
+            kill_tree(self._helper, seen, shell.pid, 9)
+            while time.monotonic() < deadline:
+                kill_tree(self._helper, seen, shell.pid, 0)
+        except ProcessLookupError:
+            pass
         except SandboxError:
             return False
         return True

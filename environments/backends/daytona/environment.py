@@ -99,6 +99,12 @@ class DaytonaEnvironment(HelperPtyOps, SandboxShellEnvironment):
     def sandbox_id(self) -> str:
         return self._sandbox.id if self._sandbox is not None else self.name
 
+    def attach(self) -> str:
+        # The sandbox's own id, not the name a handle has before it found the sandbox: a
+        # worker taking the session over compares it with the id its last worker recorded.
+        self._ensure(verify=self._sandbox is None)
+        return self.sandbox_id
+
     @property
     def sandbox(self) -> sdk.Sandbox:
         """The session's sandbox, found, started or created as needed."""
