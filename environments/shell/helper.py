@@ -25,8 +25,10 @@ from environments.shell.helper_tree import KILL_TREE as KILL_TREE
 from environments.shell.helper_tree import kill_tree as kill_tree
 
 _STAT_ATTEMPTS = 3
-_STALE_GONE_S = 5.0  # how long an ended stale shell may take to be gone
 """Times a pid's state is asked before an answer that is neither alive nor gone raises."""
+_STALE_GONE_S = 5.0
+"""How long the tree of an ended stale shell is waited for to be gone."""
+
 
 def spawn_script(start: str, check: str = "") -> str:
     """A script with the args ``WORKDIR COMMAND OUTPUT STATUS EXPORTS [MORE...]``: it
