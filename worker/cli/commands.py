@@ -51,9 +51,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         get_settings.cache_clear()
     settings = get_settings()
     check_backend_names(settings)  # before anything starts
-    # A worker signs and checks every call's token: a key it may not use (another user's,
-    # or open to them) stops it here, not at its first call.
-    keyring_store(settings).current(create=True)
+    keyring_store(settings).current(create=True)  # a key it may not use stops it here
     queues = args.queues.split(",") if args.queues else None
     notice = isolation_notice(settings)
     if notice is not None:
@@ -63,14 +61,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
             lambda **_: log.log(logging.WARNING if warn else logging.INFO, text), weak=False
         )
     with stopped_on_abort(settings.home, settings.embedded_redis_server):
-        run_worker(
-            settings,
-            broker_url=args.broker,
-            queues=queues,
-            concurrency=args.concurrency,
-            loglevel=args.loglevel,
-            events=args.events,
-        )
+        run_worker(settings, broker_url=args.broker, queues=queues,
+                   concurrency=args.concurrency, loglevel=args.loglevel, events=args.events)
     return EXIT_OK
 
 

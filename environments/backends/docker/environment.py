@@ -25,7 +25,6 @@ from typing import Any
 
 import docker
 from docker.errors import APIError, ImageNotFound, NotFound
-from requests.exceptions import RequestException
 
 from environments.backends.docker.channel import DockerExecChannel
 from environments.backends.docker.config import DockerConfig, container_name, docker_client
@@ -219,7 +218,7 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
                     "the next call starts it again"
                 ) from exc
             raise
-        except (OSError, RequestException) as exc:  # TimeoutError included
+        except OSError as exc:  # requests' errors and TimeoutError included
             raise ServiceUnreachable(
                 f"a helper command in container {self.name} did not answer: {exc}"
             ) from exc
