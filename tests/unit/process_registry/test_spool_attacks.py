@@ -97,6 +97,8 @@ def test_a_fifo_for_its_status_file_blocks_no_kill_nor_completion(
     table: ProcessTable, env: LocalEnvironment, other_env: LocalEnvironment
 ) -> None:
     rec = table.start(env, "echo up; exec sleep 300", owner_session_id=OWNER)
+    # The kill must come after the echo, or the receipt rightly holds nothing.
+    wait_until(lambda: "up" in table.log(rec.process_id, OWNER).text, 60, "output")
     run(env, f"mkfifo {rec.status_path}")  # from the session's shell, while it runs
     assert table.kill(rec.process_id, OWNER).status == "killed"
     info = table.wait(rec.process_id, OWNER, timeout=60)
