@@ -103,8 +103,9 @@ def test_a_worker_killed_mid_call_loses_the_call_not_the_session(
         assert not call.is_alive()
         lost = json.loads(answer[0])
         assert lost["status"] == "lost", lost
-        start_worker(external_redis_url, **env)
+        second = start_worker(external_redis_url, **env)
         after = run(client, f'echo "$KEPT in $PWD"; ps -eo args | grep -c "[s]leep {nap}"')
         assert (after["exit_code"], after["output"]) == (1, "1 in /tmp\n0\n"), after
+        assert after.get("session_moved") is True, second.log()
         assert not _running(["sleep", nap])
         assert sandboxes() == 1

@@ -44,6 +44,10 @@ from worker.service.stranded_calls import register_own_queue
 
 log = logging.getLogger(__name__)
 
+_TAKE_OVER_WAIT_S = 300.0
+"""How long a moved session's call waits for the take-over rebuilding it (its steps are
+bounded by the backends' own deadlines; this only guards against a hung one)."""
+
 
 class SessionLeases:
     """The leases of worker ``worker_id`` (own queue ``own_queue``) in ``book``."""
@@ -62,6 +66,9 @@ class SessionLeases:
         self._taken: dict[str, tuple[str, list[str]]] = {}
         """Sessions this worker took over before any call of theirs came (a lost call's
         session): the previous holder and what the move said, told with the next call."""
+        self._moving: dict[str, tuple[str, threading.Event]] = {}
+        """Sessions :meth:`take_over` is rebuilding now: the previous holder, and set when
+        done. A call admitted meanwhile is a moved one and waits for the rebuild."""
         self._confirmed: dict[str, float] = {}
         """When (monotonic) the ledger last said this worker holds a session's lease,
         within the current run of unbroken presence."""
@@ -109,8 +116,7 @@ class SessionLeases:
         in before its next heartbeat notices that another worker took the session."""
         with self._lock:
             if session_id in self._held and time.monotonic() < self._present_until:
-                taken = self._taken.get(session_id)
-                return Acquired(mine=True, taken_over_from=taken[0] if taken else None)
+                return Acquired(mine=True, taken_over_from=self._moved_from(session_id))
         outcome = self.book.acquire(session_id, self.worker_id)
         if outcome.mine:
             with self._lock:
@@ -118,9 +124,9 @@ class SessionLeases:
                 self._confirmed[session_id] = time.monotonic()
                 served_here = session_id in self._served
                 self._served.add(session_id)
-                taken = self._taken.get(session_id)
-            if outcome.taken_over_from is None and taken is not None:
-                return Acquired(mine=True, taken_over_from=taken[0])
+                moved_from = self._moved_from(session_id)
+            if outcome.taken_over_from is None and moved_from is not None:
+                return Acquired(mine=True, taken_over_from=moved_from)
             if outcome.taken_over_from is None:
                 state = self.book.state(session_id)
                 if state is not None and (state.worker != self.worker_id or not served_here):
@@ -130,6 +136,15 @@ class SessionLeases:
         else:
             self._drop(session_id)  # taken over while this worker's presence lapsed
         return outcome
+
+    def _moved_from(self, session_id: str) -> str | None:
+        """The previous holder of a session taken over here whose next call has not
+        come yet (None: none); with ``_lock`` held."""
+        taken = self._taken.get(session_id)
+        if taken is not None:
+            return taken[0]
+        moving = self._moving.get(session_id)
+        return moving[0] if moving is not None else None
 
     def release_idle(self, busy: set[str]) -> int:
         """Give up the leases of held sessions not in ``busy`` (a worker stopping: those
@@ -250,26 +265,47 @@ class SessionLeases:
         its sandbox what that worker left running; the session's next call says it moved.
         False when another present worker serves it, or nothing is known of it."""
         state = self.book.state(session_id)
+        done = threading.Event()
         with self._lock:
             served_here = session_id in self._served
-        if state is None or (state.worker == self.worker_id and served_here):
-            return False
-        outcome = self.admit(session_id)
-        if not outcome.mine or outcome.taken_over_from is None:
-            return False
-        with pool.use(session_id, state.backend) as env:
-            notes = self.rehome(session_id, state.backend, env)
-        with self._lock:
-            self._taken[session_id] = (outcome.taken_over_from, notes)
+            if state is None or (state.worker == self.worker_id and served_here):
+                return False
+            if session_id in self._moving or session_id in self._held:
+                return False  # being taken over, or a call of it already took it here
+            # Before the lease is taken: a call admitted from then on is a moved one.
+            self._moving[session_id] = (state.worker, done)
+        try:
+            outcome = self.admit(session_id)
+            if not outcome.mine or outcome.taken_over_from is None:
+                return False
+            with pool.use(session_id, state.backend) as env:
+                notes = self._rebuild(session_id, backend=state.backend, env=env)
+            with self._lock:
+                self._taken[session_id] = (outcome.taken_over_from, notes)
+        finally:
+            with self._lock:
+                self._moving.pop(session_id, None)
+            done.set()
         log.info("took over a session of absent worker %s", outcome.taken_over_from)
         return True
 
     def rehome(self, session_id: str, backend: str, env: Environment) -> list[str]:
-        """Continue a moved session in ``env``; what could not be restored, one line each."""
+        """Continue a moved session in ``env``; what could not be restored, one line each.
+        While :meth:`take_over` rebuilds the session, waits for it (up to
+        ``_TAKE_OVER_WAIT_S``) and tells what it found."""
+        with self._lock:
+            moving = self._moving.get(session_id)
+        if moving is not None:
+            moving[1].wait(_TAKE_OVER_WAIT_S)
         with self._lock:
             taken = self._taken.pop(session_id, None)
         if taken is not None:
             return taken[1]  # rebuilt already, when this worker took it over
+        return self._rebuild(session_id, backend=backend, env=env)
+
+    def _rebuild(self, session_id: str, *, backend: str, env: Environment) -> list[str]:
+        """Attach ``env`` to the session's sandbox, end the previous worker's shell there
+        and restore the recorded cwd and variables; what could not be restored."""
         state = self.book.state(session_id)
         if state is None:
             return ["no recorded state: the session starts afresh"]
