@@ -256,3 +256,20 @@ def test_a_sandbox_created_by_a_racing_worker_is_used_not_destroyed(
         assert fake_vercel.requests_to("DELETE", mine.sandbox_id) == []
     finally:
         mine.close()
+
+
+def test_a_helper_command_that_does_not_answer_is_given_up(fake_vercel: Any) -> None:
+    # A helper blocked in the sandbox (here opening a FIFO nobody writes, as a file
+    # swapped for one after the helper checked it would) is ended by the service at
+    # the deadline: a clear error, and the session carries on.
+    env = VercelEnvironment("vc-stuck-helper", vercel_config(fake_vercel))
+    try:
+        assert env.exec("mkfifo /tmp/stuck && echo made").output == "made\n"
+        env.helper_deadline = 1.0
+        with pytest.raises(ServiceUnreachable, match="did not answer within 1 s"):
+            env._helper("cat /tmp/stuck", [])
+        env.helper_deadline = VercelEnvironment.helper_deadline
+        assert env._helper("echo answered", []) == (0, b"answered\n")
+        assert env.exec("ps -eo args | grep -c '[c]at /tmp/stuck'").output == "0\n"
+    finally:
+        env.close()

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 
 from environments.base import ExecResult
 from environments.config import BackendConfig, config_of
-from environments.errors import SandboxDead, SandboxError, SandboxNotFound
+from environments.errors import SandboxDead, SandboxError, SandboxNotFound, ServiceUnreachable
 from environments.shell import helper as scripts
 from environments.shell.driver import SessionShell
 from environments.shell.environment import ShellEnvironment
@@ -165,8 +165,16 @@ class VercelEnvironment(HelperPtyOps, ShellEnvironment):
                 return code, bytes.fromhex(hexed.decode("ascii", "replace").replace("\n", " "))
             except ValueError as exc:
                 raise SandboxError(f"unreadable helper output from {self.where}") from exc
+        started = time.monotonic()
         with self._gone_is_forgotten():
-            code, out = self.api.run(self._live(), "sh", ["-c", script, "sbx", *args], stdin)
+            code, out = self.api.run(self._live(), "sh", ["-c", script, "sbx", *args], stdin,
+                                     kill_after=self.helper_deadline)  # fmt: skip
+        if code != 0 and time.monotonic() - started >= self.helper_deadline:
+            # The service ended it at the deadline: what it printed is not an answer.
+            raise ServiceUnreachable(
+                f"a helper command in {self.where} did not answer within "
+                f"{self.helper_deadline:g} s (the service ended it)"
+            )
         return code, out.encode("utf-8", "surrogateescape")
 
     @contextlib.contextmanager

@@ -281,13 +281,21 @@ class VercelApi:
             )
 
     def run(
-        self, sandbox: Sandbox, command: str, args: list[str], stdin: bytes | None = None
+        self,
+        sandbox: Sandbox,
+        command: str,
+        args: list[str],
+        stdin: bytes | None = None,
+        *,
+        kill_after: float | None = None,
     ) -> tuple[int, str]:
-        """Run a command to completion: ``(exit code, stdout)`` (stderr dropped)."""
+        """Run a command to completion: ``(exit code, stdout)`` (stderr dropped). With
+        ``kill_after``, the service kills it that many seconds after it started."""
         with translating(f"running a helper in {sandbox.name}", self.where):
             done = sandbox.run_process(
-                command, args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, input=stdin
-            )
+                command, args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, input=stdin,
+                kill_after=kill_after,
+            )  # fmt: skip
         return done.returncode, done.stdout or ""
 
     @staticmethod

@@ -250,6 +250,18 @@ class Command:
             time.sleep(0.005)
         return None
 
+    def end_after(self, seconds: float) -> None:
+        """The request's ``timeout``: killed when still running ``seconds`` after it started."""
+
+        def watch() -> None:
+            if not self.wait(seconds):
+                # The whole group (nsenter's session): the command itself is nsenter's
+                # child, and must not outlive it holding the output pipes.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+
+        threading.Thread(target=watch, daemon=True).start()
+
     def kill(self, signum: int) -> None:
         pid = self.child_pid()
         with contextlib.suppress(ProcessLookupError):
@@ -294,6 +306,8 @@ def spawn(
     )
     command = Command(new_id("cmd"), name, args, cwd, session_id, proc, attach)
     command.start_pumps()
+    if request.get("timeout"):
+        command.end_after(int(request["timeout"]) / 1000)
     return command
 
 
