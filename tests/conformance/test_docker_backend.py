@@ -177,6 +177,27 @@ def test_close_removes_the_container(
     )
 
 
+def test_the_orphan_sweep_removes_only_its_own_fleets_containers(
+    docker_client_ready: Any, config: DockerConfig, session: str
+) -> None:
+    # Two deployments on one engine: each sweep (here with every container past the
+    # idle limit) removes its own fleet's orphans and leaves the other's alone.
+    ours = config.model_copy(update={"fleet": f"ours-{session}"})
+    theirs = config.model_copy(update={"fleet": f"theirs-{session}"})
+    mine = _env(docker_client_ready, session, ours)
+    other = _env(docker_client_ready, session, theirs)
+    try:
+        mine.exec("true")
+        other.exec("true")
+        labels = docker_client_ready.api.inspect_container(other.container_id)["Config"]["Labels"]
+        assert labels["sbx.fleet"] == f"theirs-{session}"
+        assert DockerEnvironment.reap_orphans(ours, -1, lambda session_id: False) == [mine.name]
+        assert other.exec("echo still here").output == "still here\n"
+    finally:
+        mine.close()
+        other.close()
+
+
 def test_reap_orphans_removes_idle_containers_running_or_not(
     docker_client_ready: Any, config: DockerConfig, session: str
 ) -> None:

@@ -98,11 +98,14 @@ def test_a_background_process_outlives_its_worker_and_gets_its_receipt(
 
 def test_reapers_leave_a_leased_sandbox_alone(docker_api: Any, fleet_of: Any) -> None:
     """Every worker sweeps orphans every half second with a one-second idle limit: a
-    real orphan goes, the sandbox of a session a present worker serves stays."""
+    real orphan of its fleet goes; the sandbox of a session a present worker serves,
+    and one of another fleet on the same engine (other tests' containers too), stay."""
+    fleet_name = "fl-" + secrets.token_hex(4)
     fleet: Fleet = fleet_of(
         3,
         SBX_BACKEND="docker",
         SBX_DOCKER_IMAGE=DOCKER_IMAGES["busybox"],
+        SBX_DOCKER_FLEET=fleet_name,
         SBX_ORPHAN_MAX_IDLE="1",
         SBX_ORPHAN_SWEEP_INTERVAL="0.5",
         **FAST,
@@ -114,18 +117,25 @@ def test_reapers_leave_a_leased_sandbox_alone(docker_api: Any, fleet_of: Any) ->
     label = {"label": [f"sbx.session={session}"]}
     mine = [c["Id"] for c in api.containers(filters=label)]
     assert len(mine) == 1
-    orphan = api.create_container(
-        DOCKER_IMAGES["busybox"],
-        command=["sleep", "3600"],
-        labels={"sbx": "1", "sbx.session": "fl-orphan-" + secrets.token_hex(3)},
-    )
-    api.start(orphan["Id"])
 
-    def orphan_gone() -> bool:
-        return not api.containers(all=True, filters={"id": orphan["Id"]})
+    def idle_container(fleet_label: str) -> str:
+        labels = {"sbx": "1", "sbx.session": "fl-orphan-" + secrets.token_hex(3),
+                  "sbx.fleet": fleet_label}  # fmt: skip
+        made = api.create_container(DOCKER_IMAGES["busybox"], command=["sleep", "3600"],
+                                    labels=labels)  # fmt: skip
+        api.start(made["Id"])
+        return str(made["Id"])
 
-    wait_until(orphan_gone, 120, "the orphan to be swept")
-    # Sweeps ran on every worker meanwhile; the leased session's container is intact.
+    foreign = idle_container("other-" + fleet_name)
+    orphan = idle_container(fleet_name)
+    try:
+        wait_until(lambda: not api.containers(all=True, filters={"id": orphan}), 120,
+                   "the orphan to be swept")  # fmt: skip
+        # Sweeps ran on every worker meanwhile: the other fleet's container (idle as
+        # long) and the leased session's are intact.
+        assert [c["Id"] for c in api.containers(filters={"id": foreign})] == [foreign]
+    finally:
+        api.remove_container(foreign, force=True)
     assert [c["Id"] for c in api.containers(filters=label)] == mine
     assert run(client, "cat /tmp/mine")["output"] == "hi\n"
 

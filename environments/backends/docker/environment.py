@@ -1,7 +1,8 @@
 """The ``docker`` backend: one hardened container per session, driven through one attached exec.
 
 Each session gets a container named after the session (and the settings that
-shaped it), labelled ``sbx=1``, ``sbx.session=<id>``, ``sbx.worker=<host:pid>``.
+shaped it), labelled ``sbx=1``, ``sbx.session=<id>``, ``sbx.worker=<host:pid>``,
+``sbx.fleet=<fleet>``.
 The session shell is a single ``docker exec -i sh -s`` whose hijacked socket
 carries the framing of :mod:`environments.shell.driver` (0.1-0.2 ms per call instead
 of ~80-100 ms for an exec per call). Everything else -- killing a timed-out
@@ -158,6 +159,7 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
             "sbx.session": self.session_id,
             "sbx.worker": worker_label(),
             "sbx.config": cfg.fingerprint(),
+            "sbx.fleet": cfg.fleet,
         }
         try:
             created = self._api.create_container(
@@ -304,6 +306,7 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
             client=docker_client(cfg.base_url),
             heartbeat_path=cfg.heartbeat_path,
             keep=keep,
+            labels={"sbx.fleet": cfg.fleet},
         )
 
     @classmethod
