@@ -16,16 +16,24 @@ from worker.protocol.leases import LeaseBook, SessionState
 from worker.service.leases import SessionLeases
 
 
+def two_workers(
+    redis_url: str, first: str, second: str
+) -> tuple[LeaseBook, str, SessionLeases, SessionLeases]:
+    """A ledger with a short presence, a new session, and two workers' leases in it; the
+    first worker present and holding the session."""
+    book = LeaseBook(redis.Redis.from_url(redis_url), presence_ttl=0.3)
+    session = f"s-{uuid.uuid4().hex[:12]}"
+    a = SessionLeases(book, f"w-{first}-{session}", f"q-{first}-{session}")
+    b = SessionLeases(book, f"w-{second}-{session}", f"q-{second}-{session}")
+    a.announce()
+    assert a.admit(session).mine
+    return book, session, a, b
+
+
 def test_a_call_taken_in_after_a_lapse_of_presence_goes_to_the_new_holder(
     external_redis_url: str,
 ) -> None:
-    book = LeaseBook(redis.Redis.from_url(external_redis_url), presence_ttl=0.3)
-    session = f"s-{uuid.uuid4().hex[:12]}"
-    paused = SessionLeases(book, f"w-paused-{session}", f"q-paused-{session}")
-    other = SessionLeases(book, f"w-other-{session}", f"q-other-{session}")
-    paused.announce()
-    other.announce()
-    assert paused.admit(session).mine
+    book, session, paused, other = two_workers(external_redis_url, "paused", "other")
     # The first worker stops renewing its presence (a SIGSTOP); once it lapsed, the
     # other one takes the session's next call, and its lease.
     wait_until(lambda: not book.present(paused.worker_id), 30, "the presence to lapse")
@@ -66,12 +74,7 @@ class _HeldSandbox(MemoryEnvironment):
 def test_a_call_admitted_while_its_session_is_taken_over_is_told_it_moved(
     external_redis_url: str,
 ) -> None:
-    book = LeaseBook(redis.Redis.from_url(external_redis_url), presence_ttl=0.3)
-    session = f"s-{uuid.uuid4().hex[:12]}"
-    dead = SessionLeases(book, f"w-dead-{session}", f"q-dead-{session}")
-    heir = SessionLeases(book, f"w-heir-{session}", f"q-heir-{session}")
-    dead.announce()
-    assert dead.admit(session).mine
+    book, session, dead, heir = two_workers(external_redis_url, "dead", "heir")
     assert book.record(session, SessionState(worker=dead.worker_id, backend="memory",
                                              sandbox_id=f"memory:{session}", cwd="/tmp",
                                              shell_pid=77, shell_start=15))  # fmt: skip
