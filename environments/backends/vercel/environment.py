@@ -166,15 +166,18 @@ class VercelEnvironment(HelperPtyOps, ShellEnvironment):
             except ValueError as exc:
                 raise SandboxError(f"unreadable helper output from {self.where}") from exc
         started = time.monotonic()
-        with self._gone_is_forgotten():
-            code, out = self.api.run(self._live(), "sh", ["-c", script, "sbx", *args], stdin,
-                                     kill_after=self.helper_deadline)  # fmt: skip
+        unanswered = (
+            f"a helper command in {self.where} did not answer within {self.helper_deadline:g} s"
+        )
+        try:
+            with self._gone_is_forgotten():
+                code, out = self.api.run(self._live(), "sh", ["-c", script, "sbx", *args],
+                                         stdin, kill_after=self.helper_deadline)  # fmt: skip
+        except TimeoutError:
+            raise ServiceUnreachable(f"{unanswered} (nor did the service)") from None
         if code != 0 and time.monotonic() - started >= self.helper_deadline:
             # The service ended it at the deadline: what it printed is not an answer.
-            raise ServiceUnreachable(
-                f"a helper command in {self.where} did not answer within "
-                f"{self.helper_deadline:g} s (the service ended it)"
-            )
+            raise ServiceUnreachable(f"{unanswered} (the service ended it)")
         return code, out.encode("utf-8", "surrogateescape")
 
     @contextlib.contextmanager

@@ -56,6 +56,7 @@ from environments.errors import SandboxError as SbxSandboxError
 
 from .config import VercelConfig
 from .errors import translating
+from .within import within
 
 SDK_VERSION = "0.10.0"
 """The ``vercel-sandbox`` version this adapter and the test fake were written against."""
@@ -112,6 +113,10 @@ class SandboxInfo:
     tags: dict[str, str]
     running: bool
     last_change_ms: int
+
+
+_OWN_WAIT = 1.25
+"""How much longer than a command's ``kill_after`` :meth:`VercelApi.run` waits for it."""
 
 
 _clients: dict[tuple[str, ...], SyncSandboxClient] = {}
@@ -289,14 +294,22 @@ class VercelApi:
         *,
         kill_after: float | None = None,
     ) -> tuple[int, str]:
-        """Run a command to completion: ``(exit code, stdout)`` (stderr dropped). With
-        ``kill_after``, the service kills it that many seconds after it started."""
-        with translating(f"running a helper in {sandbox.name}", self.where):
-            done = sandbox.run_process(
-                command, args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, input=stdin,
-                kill_after=kill_after,
-            )  # fmt: skip
-        return done.returncode, done.stdout or ""
+        """Run a command to completion: ``(exit code, stdout)`` (stderr dropped).
+
+        With ``kill_after``, the service kills it that many seconds after it started, and
+        this waits at most ``_OWN_WAIT`` times as long: raises ``TimeoutError`` then (a
+        stalled stream, or a service that did not end it; the SDK's request goes on in a
+        thread of its own until its connection ends)."""
+
+        def call() -> tuple[int, str]:
+            with translating(f"running a helper in {sandbox.name}", self.where):
+                done = sandbox.run_process(
+                    command, args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                    input=stdin, kill_after=kill_after,
+                )  # fmt: skip
+            return done.returncode, done.stdout or ""
+
+        return call() if kill_after is None else within(call, kill_after * _OWN_WAIT)
 
     @staticmethod
     def write_stdin(process: Process, data: bytes) -> None:

@@ -117,6 +117,8 @@ class FakeService:
         self.sandboxes: dict[str, Sandbox] = {}
         self.sessions: dict[str, Session] = {}
         self.max_sandboxes: int | None = None
+        self.honour_timeouts = True
+        """False: a command's ``timeout`` is ignored (a service that stalls)."""
         """Creating one more than this many live sandboxes is a quota error (HTTP 402)."""
 
     # -- sandboxes --------------------------------------------------------------
@@ -279,6 +281,8 @@ class FakeService:
     def run(self, session_id: str, body: dict[str, Any]) -> Command:
         session = self.session(session_id)
         assert session.jail is not None
+        if not self.honour_timeouts:
+            body = {k: v for k, v in body.items() if k != "timeout"}
         command = spawn(session.jail, session_id, body, session.sandbox.env)
         session.commands[command.id] = command
         return command
