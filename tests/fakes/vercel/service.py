@@ -117,9 +117,9 @@ class FakeService:
         self.sandboxes: dict[str, Sandbox] = {}
         self.sessions: dict[str, Session] = {}
         self.max_sandboxes: int | None = None
+        """Creating one more than this many live sandboxes is a quota error (HTTP 402)."""
         self.honour_timeouts = True
         """False: a command's ``timeout`` is ignored (a service that stalls)."""
-        """Creating one more than this many live sandboxes is a quota error (HTTP 402)."""
 
     # -- sandboxes --------------------------------------------------------------
 
