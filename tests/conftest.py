@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
+from environments.dispositions import pass_on_default_dispositions
+
 pytest_plugins = [
     name
     for name in (
@@ -59,6 +61,13 @@ class _FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
         if file not in self._scopes:
             self._scopes[file] = scope_of(self._root, nodeid)
         return self._scopes[file]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite's sandboxes (backends run in this process, the fake cloud services'
+    commands) see every signal at its default even when the suite was started with some
+    ignored (``nohup``, a script's ``&``), as a worker's sandboxes do."""
+    pass_on_default_dispositions()
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import signal
 import socket
 import threading
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 
+from environments.dispositions import pass_on_default_dispositions
 from registry.approval import ApprovalGuard
 from registry.plugins import load_plugins_once
 from worker.broker import message_log
@@ -37,6 +39,8 @@ from worker.service.tasks import register_tasks
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
+
+_NAMED = frozenset(s.value for s in signal.Signals)
 
 
 def _tick() -> None:
@@ -77,6 +81,12 @@ def run_worker(
 
     ``events``: send Celery task events (also ``SBX_EVENTS``)."""
     install_log_format(settings, loglevel)
+    # Before any sandbox starts: none may inherit what the worker's launcher ignored.
+    passed = pass_on_default_dispositions()
+    if passed:
+        names = ", ".join(signal.Signals(n).name if n in _NAMED else str(n) for n in passed)
+        log.info("signals ignored by the worker's launcher stay at their defaults in "
+                 "sandboxes: %s", names)  # fmt: skip
     url = broker_url or resolve_broker_url(settings)
     app = worker_app(settings, url)
     # Each worker also consumes its own queue: actions on its local processes go there.
