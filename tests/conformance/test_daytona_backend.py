@@ -66,6 +66,7 @@ def test_sandbox_is_created_with_safe_defaults_and_labels(
     assert body["labels"]["sbx"] == "1" and body["labels"]["sbx.session"] == session
     assert body["labels"]["sbx.worker"] == worker_label()
     assert body["labels"]["sbx.config"] == config.fingerprint()
+    assert body["labels"]["sbx.fleet"] == "default"
     assert body["networkBlockAll"] is True
     assert "networkAllowList" not in body or body["networkAllowList"] is None
     assert (body["autoStopInterval"], body["autoArchiveInterval"], body["autoDeleteInterval"]) == (
@@ -293,3 +294,25 @@ def test_reap_orphans_deletes_idle_sandboxes_nobody_keeps(
     assert daytona_fake.sandbox(claimed.sandbox_id).state == "started"
     for gone in (orphan, stopped):
         assert daytona_fake.store.matching({"sbx.session": gone.session_id}) == []
+
+
+def test_the_orphan_sweep_deletes_only_its_own_fleets_sandboxes(
+    daytona_fake: FakeDaytona, envs: Any, session: str
+) -> None:
+    """Two deployments sharing an organization: each one's sweep leaves the other's idle
+    sandboxes alone, and one session id in both gets two sandboxes."""
+    ours, theirs = envs(session, fleet=f"blue-{session}"), envs(session, fleet=f"green-{session}")
+    default = envs(session)
+    for env in (ours, theirs, default):
+        env.exec("true")
+    assert len({ours.sandbox_id, theirs.sandbox_id, default.sandbox_id}) == 3
+    assert daytona_fake.sandbox(theirs.sandbox_id).labels["sbx.fleet"] == f"green-{session}"
+    later = time.time() + 7200
+    removed = reap_orphans(ours.config, 3600, lambda session_id: False, now=later)
+    assert removed == [ours.name]
+    for kept in (theirs, default):
+        assert daytona_fake.sandbox(kept.sandbox_id).state == "started"
+    this_test = {"sbx.session": session}  # the default fleet is every other test's too
+    swept = reap_orphans(default.config, 3600, lambda sid: False, now=later, labels=this_test)
+    assert swept == [default.name]
+    assert daytona_fake.sandbox(theirs.sandbox_id).state == "started"

@@ -195,18 +195,21 @@ def test_touch_refreshes_the_activity_tag(
 def test_orphan_sweep_by_tags_honours_keep(fake_modal: FakeModal, session: str) -> None:
     config = modal_config(app_name=f"sweep-{session}")
     kept, idle = ModalEnvironment(session + "-kept", config), ModalEnvironment(session, config)
+    # Another deployment's (its own App): idle as long, never ours to sweep.
+    stranger = ModalEnvironment(session, modal_config(app_name=f"other-{session}"))
     try:
-        kept.exec("true")
-        idle.exec("true")
+        for env in (kept, idle, stranger):
+            env.exec("true")
         claimed = {session + "-kept"}.__contains__
         assert reap_orphans(config, 3600, claimed) == []  # both were just used
         removed = reap_orphans(config, 3600, claimed, now=time.time() + 7200)
         assert removed == [idle.sandbox_id]
         assert not fake_modal.sandboxes[idle.sandbox_id].running
         assert fake_modal.sandboxes[kept.sandbox_id].running
+        assert fake_modal.sandboxes[stranger.sandbox_id].running
     finally:
-        kept.close()
-        idle.close()
+        for env in (kept, idle, stranger):
+            env.close()
 
 
 def test_missing_credentials_are_one_clear_error(

@@ -2,8 +2,8 @@
 
 Each session gets a sandbox named after the session (and the settings that
 shaped it), labelled ``sbx=1``, ``sbx.session=<id>``, ``sbx.worker=<host:pid>``,
-``sbx.config=<fingerprint>``, created with no network unless some was allowed,
-with auto-stop/archive/delete intervals from the config. The session shell
+``sbx.config=<fingerprint>``, ``sbx.fleet=<fleet>``, created with no network unless
+some was allowed, with auto-stop/archive/delete intervals from the config. The session shell
 speaks the framing of :mod:`environments.shell.driver` over a PTY session's websocket
 (:mod:`.channel`); killing a timed-out command's process group, background
 processes, ``/proc`` reads go through the POSIX helper scripts of
@@ -13,7 +13,7 @@ move through the SDK's upload and download.
 A restarted worker finds a session's sandbox again by its name (else its
 labels). A sandbox found stopped or archived is started again, one found gone
 is recreated, and the next command's output says so. :func:`reap_orphans`
-deletes idle sbx sandboxes nobody claims.
+deletes idle sbx sandboxes of its own fleet nobody claims.
 """
 
 from __future__ import annotations
@@ -151,6 +151,7 @@ class DaytonaEnvironment(HelperPtyOps, SandboxShellEnvironment):
             "sbx.session": self.session_id,
             "sbx.worker": worker_label(),
             "sbx.config": self.config.fingerprint(),
+            "sbx.fleet": self.config.fleet,
         }
         try:
             created = self._client.create(self.config, self.name, labels)
@@ -346,13 +347,13 @@ def reap_orphans(
     labels: dict[str, str] | None = None,
     client: sdk.Client | None = None,
 ) -> list[str]:
-    """Delete sbx sandboxes idle for more than ``max_idle`` seconds whose session
-    ``keep(session_id)`` does not claim; ``labels`` narrows the sweep (e.g. to one
-    worker's sandboxes). ``now`` is wall-clock seconds. Returns the names deleted."""
+    """Delete sbx sandboxes of ``config``'s fleet idle for more than ``max_idle`` seconds
+    whose session ``keep(session_id)`` does not claim; ``labels`` narrows the sweep (e.g.
+    to one worker's sandboxes). ``now`` is wall-clock seconds. Returns the names deleted."""
     client = client or sdk.client_for(config)
     now = time.time() if now is None else now
     removed: list[str] = []
-    for sandbox in client.find({"sbx": "1", **(labels or {})}):
+    for sandbox in client.find({"sbx": "1", "sbx.fleet": config.fleet, **(labels or {})}):
         session = sandbox.labels.get("sbx.session", "")
         if (session and keep(session)) or now - sdk.last_activity(sandbox) <= max_idle:
             continue
