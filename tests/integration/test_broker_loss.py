@@ -7,13 +7,14 @@ the same port, as a crashed and restarted broker would be.
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.fixtures_workers import settings_for
+from tests.fixtures_workers import sbx, settings_for
 from tests.helpers import RedisProcess, call_in_background, held_command, wait_until
 from worker.client import BrokerUnavailable, SandboxClient
 
@@ -82,3 +83,34 @@ def test_a_waiting_client_reports_a_broker_that_stays_away(
     assert len(answer) == 1 and isinstance(answer[0], BrokerUnavailable), answer
     message = str(answer[0])
     assert "while waiting for call" in message and "may have run" in message
+
+
+def test_a_revocation_made_elsewhere_survives_the_broker_restarting_empty(
+    own_redis: RedisProcess, sbx_home: Path, start_worker: Any, tmp_path: Path
+) -> None:
+    """A fleet's operator revokes a session from a home of its own (not the worker's).
+    The ledger then restarts empty: the revoked token must stay refused on the worker,
+    and a token minted after the revocation must go on working."""
+    url = own_redis.url
+    start_worker(url)
+    operator = tmp_path / "operator"
+    operator.mkdir(mode=0o700)
+    shutil.copy2(sbx_home / "secret.key", operator / "secret.key")
+    old = sbx(sbx_home, "session", "token", "rev", SBX_BROKER_URL=url).stdout.strip()
+    settings = settings_for(sbx_home, url)
+    with SandboxClient(session_id="rev", session_token=old, settings=settings) as c:
+        assert c.exec("echo before").output == "before\n"
+        revoked = sbx(operator, "session", "revoke", "rev", SBX_BROKER_URL=url)
+        assert revoked.returncode == 0, revoked.stderr
+        assert json.loads(c.tool_call("terminal", {"command": "true"}))["status"] == "denied"
+        # The worker's own home learns of it (on its heartbeat).
+        mirror = sbx_home / "sessions" / "revoked" / "rev"
+        wait_until(mirror.exists, 60, "the worker to copy the revocation")
+        own_redis.kill()
+        own_redis.start()
+        wait_until(lambda: c.ping(timeout=1.0), 60, "the worker to reconnect")
+        denied = json.loads(c.tool_call("terminal", {"command": "echo ran"}))
+        assert denied.get("status") == "denied" and "ran" not in denied.get("output", ""), denied
+    new = sbx(sbx_home, "session", "token", "rev", SBX_BROKER_URL=url).stdout.strip()
+    with SandboxClient(session_id="rev", session_token=new, settings=settings) as c:
+        assert c.exec("echo after").output == "after\n"

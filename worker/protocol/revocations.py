@@ -10,6 +10,13 @@ which keeps nothing on disk, does not bring revoked tokens back: a ledger
 without the ``sbx:sessions:seeded`` mark (new, or emptied by a restart) is
 seeded from the mirror before its answer counts. A check is one round trip (for a tool
 call, the round trip that claims it: ``CallLedger.claim_reading_epoch``).
+
+Workers of a fleet each have a home of their own, so every worker also copies every
+revocation the ledger knows into its own mirror (:class:`MirrorFollower`, on its
+heartbeat): whichever worker seeds an emptied ledger brings all of them back, not only
+those revoked from its own home. The ledger lists revoked sessions
+(``sbx:sessions:revoked``) with a counter that moves on each revocation, so that a
+follower reads the list only when it changed.
 """
 
 from __future__ import annotations
@@ -26,6 +33,10 @@ import redis
 from worker.protocol.credentials import InvalidSessionId, validate_session_id
 
 SEEDED_KEY = "sbx:sessions:seeded"
+REVOKED_KEY = "sbx:sessions:revoked"
+"""The set of sessions ever revoked (while the ledger lasts; seeding restores it)."""
+REVOKED_COUNT_KEY = "sbx:sessions:revoked:count"
+"""Moves on every revocation (and seeding): followers compare it before reading the set."""
 
 
 def epoch_key(session_id: str) -> str:
@@ -74,6 +85,8 @@ def _seed(client: redis.Redis, home: Path | None) -> None:
             with contextlib.suppress(InvalidSessionId, ValueError):
                 session_id = validate_session_id(entry.name)
                 pipe.set(epoch_key(session_id), _read_mirror(home, session_id), nx=True)
+                pipe.sadd(REVOKED_KEY, session_id)
+    pipe.incr(REVOKED_COUNT_KEY)
     pipe.set(SEEDED_KEY, "1")
     pipe.execute()
 
@@ -101,6 +114,8 @@ local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 local floor = tonumber(ARGV[2])
 local epoch = math.max(now, cur + 1, floor + 1)
 redis.call('SET', KEYS[1], epoch)
+redis.call('SADD', KEYS[2], ARGV[3])
+redis.call('INCR', KEYS[3])
 return epoch
 """
 
@@ -113,7 +128,46 @@ def revoke(client: redis.Redis, session_id: str, home: Path | None = None) -> in
     """
     validate_session_id(session_id)
     floor = _read_mirror(home, session_id)
-    epoch = int(client.eval(_REVOKE, 1, epoch_key(session_id), int(time.time() * 1000), floor))
+    keys = (epoch_key(session_id), REVOKED_KEY, REVOKED_COUNT_KEY)
+    now_ms = int(time.time() * 1000)
+    epoch = int(client.eval(_REVOKE, len(keys), *keys, now_ms, floor, session_id))
     if home is not None:
         _write_mirror(home, session_id, epoch)
     return epoch
+
+
+class MirrorFollower:
+    """Keeps ``home``'s mirror holding every revocation the ledger knows (a worker's)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self._count: Any = object()  # no counter read yet: the first :meth:`follow` reads all
+
+    def follow(self, client: redis.Redis) -> list[str]:
+        """Copy into the mirror each revocation newer than the mirror's; the sessions
+        written (none when the ledger's counter did not move since the last call).
+        Raises ``redis.RedisError`` and ``OSError``."""
+        count: Any = client.get(REVOKED_COUNT_KEY)
+        if count == self._count:
+            return []
+        members: Any = client.smembers(REVOKED_KEY)
+        sessions = sorted(_valid(members))
+        epochs: Any = client.mget([epoch_key(s) for s in sessions]) if sessions else []
+        written = []
+        for session_id, raw in zip(sessions, epochs, strict=True):
+            epoch = parse_epoch(raw)
+            if epoch > _read_mirror(self.home, session_id):
+                _write_mirror(self.home, session_id, epoch)
+                written.append(session_id)
+        self._count = count
+        return written
+
+
+def _valid(members: Any) -> list[str]:
+    """The members that are session ids (each becomes a file name of the mirror)."""
+    valid = []
+    for member in members:
+        name = member.decode() if isinstance(member, bytes) else str(member)
+        with contextlib.suppress(InvalidSessionId, ValueError):
+            valid.append(validate_session_id(name))
+    return valid

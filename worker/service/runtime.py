@@ -23,6 +23,7 @@ from worker.broker.sender import CallSender
 from worker.identity import load_signer, sealer
 from worker.protocol.leases import LeaseBook
 from worker.protocol.ledger import CallLedger, claim_lifetime
+from worker.protocol.revocations import MirrorFollower
 from worker.protocol.streams import CallStreams
 from worker.protocol.tasks import own_queue_name
 from worker.service.approval_policy import audit, policy_reader
@@ -74,10 +75,25 @@ class WorkerRuntime:
                     self.ledger,
                     self.worker_id,
                     self.settings.heartbeat_interval,
-                    on_tick=self.leases.announce if self.leases is not None else None,
+                    on_tick=self._on_tick,
                 )
                 self._heartbeat.start()
             return self._heartbeat
+
+    def _on_tick(self) -> None:
+        """Every heartbeat: this worker's presence, then the ledger's revocations copied
+        into this worker's home (so that an emptied ledger gets them back from any worker).
+        Raises what renewing the presence raises; a failed copy is retried next tick."""
+        if self.leases is not None:
+            self.leases.announce()
+        try:
+            self._revocations.follow(self.ledger.client)
+        except (redis.RedisError, OSError) as exc:
+            log.debug("could not copy the ledger's revocations (retrying): %s", exc)
+
+    @functools.cached_property
+    def _revocations(self) -> MirrorFollower:
+        return MirrorFollower(self.settings.home)
 
     @functools.cached_property
     def streams(self) -> CallStreams:

@@ -9,7 +9,7 @@ from pathlib import Path
 import redis
 
 from process_registry.sessions import SessionSigner
-from worker.protocol.revocations import read_epoch, revoke
+from worker.protocol.revocations import REVOKED_KEY, MirrorFollower, read_epoch, revoke
 
 
 def test_revocation_moves_the_epoch_and_survives_a_ledger_reset(
@@ -33,3 +33,27 @@ def test_revocation_moves_the_epoch_and_survives_a_ledger_reset(
     # A revocation after the reset still moves past the mirrored epoch.
     client.flushdb()
     assert revoke(client, "alice", tmp_path) > second
+
+
+def test_every_worker_home_brings_back_revocations_made_from_another(
+    external_redis_url: str, tmp_path: Path
+) -> None:
+    """A fleet: the operator revokes from a home of its own; a worker's follower copies
+    the revocation into the worker's home, whose mirror then seeds an emptied ledger."""
+    client = redis.Redis.from_url(external_redis_url)
+    client.flushdb()
+    operator, worker, joiner = tmp_path / "operator", tmp_path / "worker", tmp_path / "joiner"
+    follower = MirrorFollower(worker)
+    assert follower.follow(client) == []
+    epoch = revoke(client, "alice", operator)
+    client.sadd(REVOKED_KEY, "../escape", "")  # not session ids: never file names
+    assert follower.follow(client) == ["alice"]
+    assert follower.follow(client) == []  # nothing moved since
+    assert not (worker / "sessions" / "escape").exists()
+    assert sorted(p.name for p in (worker / "sessions" / "revoked").iterdir()) == ["alice"]
+    client.flushdb()  # the ledger restarts empty
+    assert read_epoch(client, "alice", worker) == epoch  # seeded from the worker's home
+    # Seeding lists the revocation again: a worker joining later copies it too.
+    assert MirrorFollower(joiner).follow(client) == ["alice"]
+    assert revoke(client, "alice", operator) > epoch
+    assert follower.follow(client) == ["alice"]
