@@ -15,7 +15,7 @@ Workers of a fleet each have a home of their own, so every worker also copies ev
 revocation the ledger knows into its own mirror (:class:`MirrorFollower`, on its
 heartbeat): whichever worker seeds an emptied ledger brings all of them back, not only
 those revoked from its own home. The ledger lists revoked sessions
-(``sbx:sessions:revoked``) with a counter that moves on each revocation, so that a
+(``sbx:sessions:revoked``) with a version that changes on each revocation, so that a
 follower reads the list only when it changed.
 """
 
@@ -35,8 +35,10 @@ from worker.protocol.credentials import InvalidSessionId, validate_session_id
 SEEDED_KEY = "sbx:sessions:seeded"
 REVOKED_KEY = "sbx:sessions:revoked"
 """The set of sessions ever revoked (while the ledger lasts; seeding restores it)."""
-REVOKED_COUNT_KEY = "sbx:sessions:revoked:count"
-"""Moves on every revocation (and seeding): followers compare it before reading the set."""
+REVOKED_VERSION_KEY = "sbx:sessions:revoked:version"
+"""A fresh random value at every revocation (and seeding), never one seen before (a count
+would start again after a restart and could come back to a value a follower saw):
+followers compare it before reading the set."""
 
 
 def epoch_key(session_id: str) -> str:
@@ -86,7 +88,7 @@ def _seed(client: redis.Redis, home: Path | None) -> None:
                 session_id = validate_session_id(entry.name)
                 pipe.set(epoch_key(session_id), _read_mirror(home, session_id), nx=True)
                 pipe.sadd(REVOKED_KEY, session_id)
-    pipe.incr(REVOKED_COUNT_KEY)
+    pipe.set(REVOKED_VERSION_KEY, secrets.token_hex(12))
     pipe.set(SEEDED_KEY, "1")
     pipe.execute()
 
@@ -115,7 +117,7 @@ local floor = tonumber(ARGV[2])
 local epoch = math.max(now, cur + 1, floor + 1)
 redis.call('SET', KEYS[1], epoch)
 redis.call('SADD', KEYS[2], ARGV[3])
-redis.call('INCR', KEYS[3])
+redis.call('SET', KEYS[3], ARGV[4])
 return epoch
 """
 
@@ -128,9 +130,9 @@ def revoke(client: redis.Redis, session_id: str, home: Path | None = None) -> in
     """
     validate_session_id(session_id)
     floor = _read_mirror(home, session_id)
-    keys = (epoch_key(session_id), REVOKED_KEY, REVOKED_COUNT_KEY)
-    now_ms = int(time.time() * 1000)
-    epoch = int(client.eval(_REVOKE, len(keys), *keys, now_ms, floor, session_id))
+    keys = (epoch_key(session_id), REVOKED_KEY, REVOKED_VERSION_KEY)
+    args = (int(time.time() * 1000), floor, session_id, secrets.token_hex(12))
+    epoch = int(client.eval(_REVOKE, len(keys), *keys, *args))
     if home is not None:
         _write_mirror(home, session_id, epoch)
     return epoch
@@ -141,14 +143,14 @@ class MirrorFollower:
 
     def __init__(self, home: Path) -> None:
         self.home = home
-        self._count: Any = object()  # no counter read yet: the first :meth:`follow` reads all
+        self._version: Any = object()  # none read yet: the first :meth:`follow` reads all
 
     def follow(self, client: redis.Redis) -> list[str]:
         """Copy into the mirror each revocation newer than the mirror's; the sessions
-        written (none when the ledger's counter did not move since the last call).
+        written (none when the ledger's version did not change since the last call).
         Raises ``redis.RedisError`` and ``OSError``."""
-        count: Any = client.get(REVOKED_COUNT_KEY)
-        if count == self._count:
+        version: Any = client.get(REVOKED_VERSION_KEY)
+        if version == self._version:
             return []
         members: Any = client.smembers(REVOKED_KEY)
         sessions = sorted(_valid(members))
@@ -159,7 +161,7 @@ class MirrorFollower:
             if epoch > _read_mirror(self.home, session_id):
                 _write_mirror(self.home, session_id, epoch)
                 written.append(session_id)
-        self._count = count
+        self._version = version
         return written
 
 

@@ -57,3 +57,17 @@ def test_every_worker_home_brings_back_revocations_made_from_another(
     assert MirrorFollower(joiner).follow(client) == ["alice"]
     assert revoke(client, "alice", operator) > epoch
     assert follower.follow(client) == ["alice"]
+
+
+def test_a_follower_notices_the_first_revocation_of_an_emptied_ledger(
+    external_redis_url: str, tmp_path: Path
+) -> None:
+    client = redis.Redis.from_url(external_redis_url)
+    client.flushdb()
+    operator, worker = tmp_path / "operator", tmp_path / "worker"
+    follower = MirrorFollower(worker)
+    revoke(client, "alice", operator)
+    assert follower.follow(client) == ["alice"]
+    client.flushdb()
+    revoke(client, "bob", operator)  # the ledger's first revocation, as "alice" was
+    assert follower.follow(client) == ["bob"]
