@@ -57,6 +57,10 @@ MaxStartups 64:30:128
 ClientAliveInterval 0
 LogLevel ERROR
 Subsystem sftp internal-sftp
+# The test account's ~/.bashrc stays out: bash reads it for a command sshd runs only at
+# SHLVL 0. A machine's rc file can make every login wait (pyenv's rehash waits up to 60 s
+# on a lock file, which a test that kills sshd mid-login leaves behind).
+SetEnv SHLVL=1
 """
     )
     proc = subprocess.Popen(
