@@ -10,9 +10,11 @@ so :meth:`BackendConfig.public_view` (what ``sbx doctor`` shows) masks them.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from typing import Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 
 class WorkerContext(BaseModel):
@@ -48,6 +50,37 @@ class BackendConfig(BaseModel):
         keep state on the worker's host or pass its variables on override it. Default:
         unchanged."""
         return self
+
+
+FLEET_LABEL = "sbx.fleet"
+"""The label naming the deployment a backend's sandbox belongs to."""
+
+DEFAULT_FLEET = "default"
+
+
+class FleetConfig(BackendConfig):
+    """Settings of a backend whose sandboxes live in a store other deployments may share
+    (a docker engine, a cloud organization): each sandbox carries its fleet's label, and
+    the orphan sweep touches only its own fleet's sandboxes."""
+
+    fleet: str = Field(default=DEFAULT_FLEET, pattern=r"^[A-Za-z0-9_.-]{1,63}$")
+    """The deployment its sandboxes belong to (label ``sbx.fleet``): the orphan sweep
+    removes only sandboxes of its own fleet, so deployments sharing an engine or an
+    organization leave each other's sandboxes alone."""
+
+    def fleet_labels(self) -> dict[str, str]:
+        """The label every sandbox of this fleet carries, and the sweep's filter."""
+        return {FLEET_LABEL: self.fleet}
+
+    def shaping_hash(self, shaping: Iterable[str]) -> str:
+        """12 hex digits hashing the values of the ``shaping`` fields, and the fleet's
+        unless it is the default: two deployments' sessions of one id get two sandboxes,
+        and the default fleet leaves the names sandboxes had before fleets existed."""
+        fields = set(shaping) - {"fleet"}
+        if self.fleet != DEFAULT_FLEET:
+            fields.add("fleet")
+        values = self.model_dump(include=fields)
+        return hashlib.sha256(repr(sorted(values.items())).encode()).hexdigest()[:12]
 
 
 def _mask(value: Any) -> Any:

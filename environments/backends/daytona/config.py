@@ -9,15 +9,14 @@ error message or a receipt.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 
-from environments.config import BackendConfig
+from environments.config import FleetConfig
 
 
-class DaytonaConfig(BackendConfig):
+class DaytonaConfig(FleetConfig):
     """How sbx creates and keeps Daytona sandboxes."""
 
     type: Literal["daytona"] = "daytona"
@@ -59,10 +58,6 @@ class DaytonaConfig(BackendConfig):
     labels: dict[str, str] = {}
     """Extra labels; sbx always sets ``sbx``, ``sbx.session``, ``sbx.worker``, ``sbx.config``,
     ``sbx.fleet``."""
-    fleet: str = Field(default="default", pattern=r"^[A-Za-z0-9_.-]{1,63}$")
-    """The deployment its sandboxes belong to (label ``sbx.fleet``): the orphan sweep
-    deletes only sandboxes of its own fleet, so deployments sharing an organization
-    leave each other's sandboxes alone."""
     env: dict[str, str] = {}
     """Variables set in the sandbox (the worker's own environment never is)."""
     os_user: str | None = None
@@ -93,15 +88,12 @@ class DaytonaConfig(BackendConfig):
         return not (self.network_open or self.network_allow_list or self.domain_allow_list)
 
     def fingerprint(self) -> str:
-        """Hash of the settings that shape a sandbox; part of its name and labels. A fleet
-        other than the default is too: two deployments' sessions of one id get two
-        sandboxes (the default leaves the names sandboxes had before fleets existed)."""
-        shaping = self.model_dump(
-            include={
+        """Hash of the settings that shape a sandbox (and its fleet, unless the default);
+        part of its name and labels."""
+        return self.shaping_hash(
+            {
                 "api_url", "target", "snapshot", "image", "cpu", "memory", "disk",
                 "network_allow_list", "domain_allow_list", "network_open", "env", "os_user",
-                "labels", "ephemeral", *(() if self.fleet == "default" else ("fleet",)),
+                "labels", "ephemeral",
             }
         )  # fmt: skip
-        return hashlib.sha256(repr(sorted(shaping.items())).encode()).hexdigest()[:12]
-

@@ -151,7 +151,7 @@ class DaytonaEnvironment(HelperPtyOps, SandboxShellEnvironment):
             "sbx.session": self.session_id,
             "sbx.worker": worker_label(),
             "sbx.config": self.config.fingerprint(),
-            "sbx.fleet": self.config.fleet,
+            **self.config.fleet_labels(),
         }
         try:
             created = self._client.create(self.config, self.name, labels)
@@ -353,7 +353,7 @@ def reap_orphans(
     client = client or sdk.client_for(config)
     now = time.time() if now is None else now
     removed: list[str] = []
-    for sandbox in client.find({"sbx": "1", "sbx.fleet": config.fleet, **(labels or {})}):
+    for sandbox in client.find({"sbx": "1", **config.fleet_labels(), **(labels or {})}):
         session = sandbox.labels.get("sbx.session", "")
         if (session and keep(session)) or now - sdk.last_activity(sandbox) <= max_idle:
             continue

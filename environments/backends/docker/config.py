@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from typing import Literal
 
 import docker
 from docker.errors import DockerException
-from pydantic import Field
 
 from environments.backends.naming import sandbox_name
-from environments.config import BackendConfig
+from environments.config import FleetConfig
 from environments.errors import BackendUnavailable
 
 
-class DockerConfig(BackendConfig):
+class DockerConfig(FleetConfig):
     """Settings of the docker backend (``SBX_DOCKER_*``). Defaults are the hardened ones."""
 
     type: Literal["docker"] = "docker"
@@ -45,20 +43,12 @@ class DockerConfig(BackendConfig):
     """At most this often a call touches ``heartbeat_path`` (idle clock of :func:`reap_orphans`)."""
     heartbeat_path: str = "/tmp/.sbx-heartbeat"
     remove_on_close: bool = True
-    fleet: str = Field(default="default", pattern=r"^[A-Za-z0-9_.-]{1,63}$")
-    """The deployment its containers belong to (label ``sbx.fleet``): the orphan sweep
-    removes only containers of its own fleet, so deployments sharing an engine leave
-    each other's sandboxes alone."""
 
     def fingerprint(self) -> str:
-        """Hash of the settings that shape a container; part of its name. A fleet other
-        than the default is too: two deployments' sessions of one id get two containers
-        (the default leaves the names containers had before fleets existed)."""
+        """Hash of the settings that shape a container (and its fleet, unless the
+        default); part of its name."""
         unshaping = {"kill_grace", "heartbeat_interval", "remove_on_close", "base_url"}
-        if self.fleet == "default":
-            unshaping.add("fleet")
-        shaping = self.model_dump(exclude=unshaping)
-        return hashlib.sha256(repr(sorted(shaping.items())).encode()).hexdigest()[:12]
+        return self.shaping_hash(set(type(self).model_fields) - unshaping)
 
 
 _clients: dict[str | None, docker.DockerClient] = {}

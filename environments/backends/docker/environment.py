@@ -159,7 +159,7 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
             "sbx.session": self.session_id,
             "sbx.worker": worker_label(),
             "sbx.config": cfg.fingerprint(),
-            "sbx.fleet": cfg.fleet,
+            **cfg.fleet_labels(),
         }
         try:
             created = self._api.create_container(
@@ -306,7 +306,7 @@ class DockerEnvironment(HelperPtyOps, SandboxShellEnvironment):
             client=docker_client(cfg.base_url),
             heartbeat_path=cfg.heartbeat_path,
             keep=keep,
-            labels={"sbx.fleet": cfg.fleet},
+            labels=cfg.fleet_labels(),
         )
 
     @classmethod
