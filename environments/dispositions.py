@@ -25,16 +25,17 @@ def _still_ignored(signum: int, frame: FrameType | None) -> None:
     """Stands in for an inherited SIG_IGN: this process goes on ignoring the signal."""
 
 
-def pass_on_default_dispositions() -> list[int]:
+def pass_on_default_dispositions() -> list[str]:
     """Replace every signal this process inherited as ignored (Python's own SIGPIPE and
     SIGXFSZ aside) with a handler that does nothing, or with the default where the
     default leaves the process alone: this process goes on as before, and processes it
     starts from now on get every signal at its default.
 
-    Returns the numbers of the signals changed (none when nothing was ignored). Call
+    Returns the names of the signals changed, in signal order (none when nothing was
+    ignored; ``signal N`` for one without a name, a realtime signal). Call
     it from the main thread; raises ``ValueError`` from any other thread.
     """
-    changed: list[int] = []
+    changed: list[str] = []
     for signum in sorted(signal.valid_signals()):
         if signum in _PYTHON_OWN or signum in (signal.SIGKILL, signal.SIGSTOP):
             continue
@@ -45,5 +46,12 @@ def pass_on_default_dispositions() -> list[int]:
             signal.signal(signum, to)
         except OSError:  # a signal reserved by the C library (the realtime ones it uses)
             continue
-        changed.append(signum)
+        changed.append(_name(signum))
     return changed
+
+
+def _name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import signal
 import socket
 import threading
 from typing import Any
@@ -39,8 +38,6 @@ from worker.service.tasks import register_tasks
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
-
-_NAMED = frozenset(s.value for s in signal.Signals)
 
 
 def _tick() -> None:
@@ -84,9 +81,8 @@ def run_worker(
     # Before any sandbox starts: none may inherit what the worker's launcher ignored.
     passed = pass_on_default_dispositions()
     if passed:
-        names = ", ".join(signal.Signals(n).name if n in _NAMED else str(n) for n in passed)
         log.info("signals ignored by the worker's launcher stay at their defaults in "
-                 "sandboxes: %s", names)  # fmt: skip
+                 "sandboxes: %s", ", ".join(passed))  # fmt: skip
     url = broker_url or resolve_broker_url(settings)
     app = worker_app(settings, url)
     # Each worker also consumes its own queue: actions on its local processes go there.

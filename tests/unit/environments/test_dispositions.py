@@ -50,7 +50,8 @@ def test_children_start_with_defaults_while_the_host_still_ignores() -> None:
     report = json.loads(done.stdout)
     wanted = sorted(int(s) for s in IGNORED)
     assert set(wanted) <= set(report["before"]), report  # the launcher's ignores did reach it
-    assert report["changed"] == wanted, report
+    wanted_names = [signal.Signals(s).name for s in wanted]
+    assert report["changed"] == wanted_names, report
     assert report["child"] == [], report  # SIGPIPE and SIGXFSZ too: subprocess restores them
     assert report["chld"], report  # children are waited for, not reaped by the kernel
     assert report["again"] == [], report
@@ -62,3 +63,15 @@ def test_nothing_changes_in_a_process_that_ignores_nothing() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, timeout=60)  # fmt: skip
     assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+
+
+def test_a_signal_without_a_name_is_reported_by_its_number() -> None:
+    realtime = signal.SIGRTMIN + 2
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    code = "from environments.dispositions import pass_on_default_dispositions as p; print(p())"
+    def ignore() -> None:
+        signal.signal(realtime, signal.SIG_IGN)
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=60, preexec_fn=ignore)  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, f"['signal {realtime}']\n"), done.stderr
