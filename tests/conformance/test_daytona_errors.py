@@ -12,6 +12,7 @@ import secrets
 import socket
 import time
 from collections.abc import Iterator
+from http import HTTPStatus
 from pathlib import Path
 
 import pytest
@@ -212,5 +213,33 @@ def test_a_timeout_the_service_fails_to_enforce_leaves_no_command_in_the_way(
         after = env.exec('echo "$KEPT $PWD"', timeout=30)
         assert (after.exit_code, after.output, after.shell_restarted) == (0, "yes /tmp\n", True)
         assert wait_in_sandbox(env, '! pgrep -f "sleep 424[3]" >/dev/null')
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("status", [502, 503])
+def test_a_file_transfer_the_service_fails_is_one_clear_line(
+    daytona_fake: FakeDaytona, session: str, status: int
+) -> None:
+    """The SDK's file transfers raise the HTTP client's own error: sbx says what the
+    service answered, not the client's URL and web link, and the file is there after."""
+    env = DaytonaEnvironment(session, config=daytona_config(daytona_fake))
+    try:
+        env.write_file("/tmp/kept", b"kept\n")
+        answered = f"the service answered {status} {HTTPStatus(status).phrase}"
+        for route, transfer in (
+            ("/files/bulk-download", lambda: env.read_file("/tmp/kept")),
+            ("/files/bulk-upload", lambda: env.write_file("/tmp/other", b"x")),
+        ):
+            daytona_fake.failing[route] = status
+            try:
+                with pytest.raises(SandboxError) as caught:
+                    transfer()
+            finally:
+                daytona_fake.failing.clear()
+            text = _one_clear_line(caught.value, daytona_fake.token)
+            assert answered in text, text
+            assert "http" not in text.lower().replace(answered.lower(), ""), text
+        assert env.read_file("/tmp/kept") == b"kept\n"
     finally:
         env.close()

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import json
 import re
 import threading
 import warnings
 from collections.abc import Callable
 from datetime import datetime
+from http import HTTPStatus
 from typing import Any, TypeVar
 
 import daytona
@@ -60,6 +62,12 @@ def translate(
     """
     message = _one_line(str(exc), secret)
     status = getattr(exc, "status_code", None)
+    answer = _http_answer(exc)
+    if answer is not None:
+        # The SDK's file transfers pass the answer on raw: the HTTP client's own error
+        # (a URL and a link to a web page) or the whole error body.
+        status, said = answer
+        message = _one_line(said, secret)
     if isinstance(exc, SandboxError):
         return exc
     if isinstance(exc, daytona.DaytonaAuthenticationError) and status is None:
@@ -80,13 +88,54 @@ def translate(
     return SandboxError(f"Daytona could not {action}: {message}")
 
 
-def _transport_failure(exc: BaseException) -> str | None:
-    """What went wrong on the wire, when ``exc`` (or what caused it) is a transport error."""
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what caused it, in turn."""
     chain: list[BaseException] = []
     current: BaseException | None = exc
     while current is not None and current not in chain:
         chain.append(current)
         current = current.__cause__ or current.__context__
+    return chain
+
+
+def _http_answer(exc: BaseException) -> tuple[int, str] | None:
+    """The status and what the service said, when ``exc`` (or what caused it) carries an
+    HTTP error answer the SDK passed on raw: the status and its phrase, and the
+    ``message`` of Daytona's error body where the SDK kept the body."""
+    for error in _chain(exc):
+        if isinstance(error, httpx.HTTPStatusError):
+            status, body = error.response.status_code, ""
+            with contextlib.suppress(Exception):  # a streamed answer's body was never read
+                body = error.response.text
+            return status, _said(status, body)
+        quoted = _STATUS_AND_BODY.search(str(error))
+        if quoted is not None:
+            status = int(quoted.group(1))
+            return status, _said(status, quoted.group(2))
+    return None
+
+
+_STATUS_AND_BODY = re.compile(r"^(?:[^:]{0,60}: )?([1-5]\d\d): (\{.*\})\s*$", re.S)
+"""How the SDK's file upload words a refusal: the status, then the raw body."""
+
+
+def _said(status: int, body: str) -> str:
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "(an unknown status)"
+    said = f"the service answered {status} {phrase}"
+    with contextlib.suppress(ValueError):  # not JSON: a proxy's page, or no body at all
+        envelope = json.loads(body)
+        message = envelope.get("message") if isinstance(envelope, dict) else None
+        if isinstance(message, str) and message:
+            said = f"{said}: {message}"
+    return said
+
+
+def _transport_failure(exc: BaseException) -> str | None:
+    """What went wrong on the wire, when ``exc`` (or what caused it) is a transport error."""
+    chain = _chain(exc)
     refused = (ConnectionRefusedError, urllib3.exceptions.NewConnectionError, httpx.ConnectError)
     if any(isinstance(e, refused) for e in chain):
         return "refused the connection"
