@@ -1,11 +1,18 @@
 """A real OpenSSH server on 127.0.0.1 for tests and benchmarks: a fresh host key, user
-key, ``authorized_keys`` and ``known_hosts`` each time (:func:`running_sshd`)."""
+key, ``authorized_keys`` and ``known_hosts`` each time (:func:`running_sshd`).
+
+Run as root, it logs sessions in as an account of their own (:data:`TEST_ACCOUNT`,
+which ``tests/services/backends.sh`` creates), never as root: sessions run as a plain
+user, as they do on a real host, and nothing of the machine's root account (its rc
+files, its processes) is theirs to touch. Run as another user, it logs in as that user.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import getpass
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -14,6 +21,8 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,25 @@ class SSHServer:
     host_key_pub: str
     directory: str
     pid: int
+    scratch: str
+    """A directory both this process and the account may use (files to wait on)."""
+
+
+TEST_ACCOUNT = "sbx-ssh"
+"""The account sessions log in as when the tests run as root."""
+
+
+def _account() -> str:
+    if os.geteuid() != 0:
+        return getpass.getuser()
+    try:
+        pwd.getpwnam(TEST_ACCOUNT)
+    except KeyError:
+        raise ServiceUnavailable(
+            f"the ssh tests' account {TEST_ACCOUNT} does not exist "
+            "(sh tests/services/backends.sh creates it)"
+        ) from None
+    return TEST_ACCOUNT
 
 
 def _free_port() -> int:
@@ -104,6 +132,7 @@ def running_sshd() -> Iterator[SSHServer]:
     if os.geteuid() == 0:
         # sshd running as root insists on its privilege separation directory.
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    user = _account()
     directory = Path(tempfile.mkdtemp(prefix="sbx-sshd-"))
     # sshd reads authorized_keys as the user logging in; private keys stay 0600.
     os.chmod(directory, 0o755)
@@ -114,6 +143,9 @@ def running_sshd() -> Iterator[SSHServer]:
         )
     (directory / "authorized_keys").write_text((directory / "user_ed25519.pub").read_text())
     os.chmod(directory / "authorized_keys", 0o644)
+    scratch = directory / "scratch"
+    scratch.mkdir()
+    os.chmod(scratch, 0o1777)
     host_pub = (directory / "host_ed25519.pub").read_text().split()
     proc, port = _start_sshd(directory)
     try:
@@ -125,12 +157,13 @@ def running_sshd() -> Iterator[SSHServer]:
         yield SSHServer(
             host="127.0.0.1",
             port=port,
-            user=getpass.getuser(),
+            user=user,
             key_file=str(directory / "user_ed25519"),
             known_hosts=str(known),
             host_key_pub=f"{host_pub[0]} {host_pub[1]}",
             directory=str(directory),
             pid=proc.pid,
+            scratch=str(scratch),
         )
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -139,6 +172,28 @@ def running_sshd() -> Iterator[SSHServer]:
         if proc.poll() is None:
             proc.kill()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def drop_connections(server: SSHServer, *, listener_too: bool = False) -> None:
+    """SIGKILL the server side of every connection ``server`` serves (its sshd processes,
+    privileged and unprivileged): each connection drops, and the account's processes run
+    on. With ``listener_too`` the listening sshd goes first: no connection comes in while
+    the others go, and the host is unreachable until sshd is started again."""
+    listener = psutil.Process(server.pid)
+    daemons = [p for p in listener.children(recursive=True) if _is_sshd(p)]
+    if listener_too:  # its children are found through it: while it lives
+        listener.kill()
+    for daemon in daemons:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            daemon.kill()
+    psutil.wait_procs([listener, *daemons] if listener_too else daemons, timeout=30)
+
+
+def _is_sshd(process: psutil.Process) -> bool:
+    try:
+        return process.name().startswith("sshd")
+    except psutil.NoSuchProcess:
+        return False
 
 
 def worker_ssh_env(server: SSHServer) -> dict[str, str]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import pwd
 import secrets
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from environments.backends.ssh.environment import HostKeyNotVerified, SSHConfig,
 from environments.errors import BackendUnavailable
 from tests.fixtures_backends import SSHServer, ssh_config_for
 from tests.helpers import wait_until
+from tests.sshd import drop_connections
 from worker.service.backends import backend_config
 from worker.settings import Settings
 
@@ -102,8 +104,7 @@ def test_dropped_connection_reconnects_and_restores_state(
         where = env.exec("mktemp -d").output.strip()
         env.exec(f"cd '{where}'; export SBX_SSH_KEPT='x y'")
         # Kill the server side of every connection: the TCP connections drop.
-        for child in psutil.Process(sshd_server.pid).children():
-            child.send_signal(signal.SIGKILL)
+        drop_connections(sshd_server)
         channel = env._channel
         assert channel is not None
         wait_until(lambda: channel.peer_gone, 30, "the client to notice the dropped connection")
@@ -130,3 +131,17 @@ def test_timeout_kills_the_remote_group(sshd_server: SSHServer) -> None:
         assert env.exec("echo usable").output == "usable\n"
     finally:
         env.close()
+
+
+def test_sessions_run_as_the_servers_account_never_as_root(sshd_server: SSHServer) -> None:
+    """The test sshd logs sessions in as a plain account when the tests run as root, as a
+    real host would: what the suite checks holds without root's powers."""
+    env = SSHEnvironment("ssh-account", config=_config(sshd_server))
+    try:
+        who = env.exec("id -un; id -u").output.split()
+    finally:
+        env.close()
+    assert who[0] == sshd_server.user
+    if os.geteuid() == 0:
+        assert who == ["sbx-ssh", str(pwd.getpwnam("sbx-ssh").pw_uid)]
+        assert who[1] != "0"

@@ -8,29 +8,23 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from tests.fixtures_workers import settings_for
 from tests.helpers import wait_until
-from tests.sshd import SSHServer, wait_listening, worker_ssh_env
+from tests.sshd import SSHServer, drop_connections, wait_listening, worker_ssh_env
 from worker.client import SandboxClient
 
 
 def test_a_running_process_is_not_lost_when_sshd_goes_away_for_a_while(
-    own_sshd: SSHServer, sbx_home: Path, start_worker: Any, tmp_path: Path
+    own_sshd: SSHServer, sbx_home: Path, start_worker: Any
 ) -> None:
     server = own_sshd
     start_worker(None, **worker_ssh_env(server))
-    gate = tmp_path / "gate"
+    gate = Path(server.scratch) / "gate"  # where the session's account can see it
     restarted: subprocess.Popen[bytes] | None = None
     with SandboxClient(session_id="blip", settings=settings_for(sbx_home, None)) as c:
         started = c.start(f"while [ ! -e {gate} ]; do sleep 0.05; done; echo fine; exit 5")
         assert c.poll(started.process_id).status == "running"
-        listener = psutil.Process(server.pid)
-        daemons = [p for p in listener.children(recursive=True) if p.name().startswith("sshd")]
-        for p in [listener, *daemons]:
-            p.kill()
-        psutil.wait_procs([listener, *daemons], timeout=30)
+        drop_connections(server, listener_too=True)
         # While sshd is away the process is asked after and cannot be reached: it still
         # runs, as far as anyone can tell, and is never taken for ended.
         answer = json.loads(

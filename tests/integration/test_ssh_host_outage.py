@@ -25,7 +25,7 @@ from tests.helpers import (
     unique_sleep_seconds,
     wait_until,
 )
-from tests.sshd import SSHServer, worker_ssh_env
+from tests.sshd import SSHServer, drop_connections, worker_ssh_env
 from worker.client import SandboxClient
 
 
@@ -121,9 +121,7 @@ def test_a_command_stranded_by_a_dropped_connection_is_ended_on_reconnect(
         thread, outcome = call_in_background(client, f"sleep {seconds}", wait=120)
         wait_until(lambda: sleeping(seconds), 60, "the command to run on the host")
         # The connection drops (its sshd processes die); sshd itself and the host stay.
-        for connection in psutil.Process(own_sshd.pid).children():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                connection.kill()
+        drop_connections(own_sshd)
         thread.join(120)
         assert outcome and isinstance(outcome[0], str), outcome  # the call ended with it
         back = _call(client, "terminal", {"command": 'echo "back $KEPT"'})

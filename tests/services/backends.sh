@@ -3,6 +3,7 @@
 #   - Debian packages: docker.io, busybox-static (test images and the apptainer
 #     stand-in's root file system), openssh-server (a real sshd on 127.0.0.1),
 #     bubblewrap + util-linux (nsenter) for tests/fakes/apptainer;
+#   - the account sbx-ssh, which the test sshd logs sessions in as;
 #   - a running Docker engine with the local test images (tests/services/docker.sh).
 # Idempotent; needs root for the installs. Exits non-zero when something cannot be set up.
 set -eu
@@ -22,6 +23,16 @@ if [ -n "$missing" ]; then
     apt-get update -qq >/dev/null 2>&1 || true
     # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+fi
+
+# The account the test sshd logs sessions in as (tests/sshd.py): a plain user, not locked
+# (sshd without PAM refuses a locked account), with no password.
+if ! id sbx-ssh >/dev/null 2>&1; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "backends.sh: the account sbx-ssh is missing (run as root to create it)" >&2
+        exit 1
+    fi
+    useradd --create-home --shell /bin/bash --user-group --password '*' sbx-ssh
 fi
 
 sh "$here/docker.sh"
