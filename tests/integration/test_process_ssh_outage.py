@@ -23,15 +23,15 @@ def test_a_running_process_is_not_lost_when_sshd_goes_away_for_a_while(
     restarted: subprocess.Popen[bytes] | None = None
     with SandboxClient(session_id="blip", settings=settings_for(sbx_home, None)) as c:
         started = c.start(f"while [ ! -e {gate} ]; do sleep 0.05; done; echo fine; exit 5")
-        assert c.poll(started.process_id).status == "running"
-        drop_connections(server, listener_too=True)
-        # While sshd is away the process is asked after and cannot be reached: it still
-        # runs, as far as anyone can tell, and is never taken for ended.
-        answer = json.loads(
-            c.tool_call("process", {"action": "poll", "process_id": started.process_id})
-        )
-        assert answer["status"] == "running", answer
         try:
+            assert c.poll(started.process_id).status == "running"
+            drop_connections(server, listener_too=True)
+            # While sshd is away the process is asked after and cannot be reached: it
+            # still runs, as far as anyone can tell, and is never taken for ended.
+            answer = json.loads(
+                c.tool_call("process", {"action": "poll", "process_id": started.process_id})
+            )
+            assert answer["status"] == "running", answer
             restarted = subprocess.Popen(
                 ["/usr/sbin/sshd", "-D", "-e", "-f", f"{server.directory}/sshd_config"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -43,6 +43,7 @@ def test_a_running_process_is_not_lost_when_sshd_goes_away_for_a_while(
             receipt = c.receipt(started.process_id)
             assert (receipt.status, receipt.exit_code, receipt.output) == ("exited", 5, "fine\n")
         finally:
+            gate.touch()  # a test failing half-way leaves no process waiting behind it
             if restarted is not None:
                 restarted.kill()
                 restarted.wait()
