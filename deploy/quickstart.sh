@@ -8,9 +8,7 @@ cd "$(dirname "$0")/.."
 if [ "${SBX_LOCAL_ISOLATION:-bwrap}" != none ] && ! command -v bwrap >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing bubblewrap (the local backend's jail)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends bubblewrap >/dev/null \
-      || { apt-get update -q >/dev/null \
-           && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends bubblewrap >/dev/null; }
+    sh deploy/apt_install.sh --no-install-recommends bubblewrap
   else
     echo "the local backend needs bubblewrap for its jail: apt-get install bubblewrap" >&2
     echo "(or SBX_LOCAL_ISOLATION=none: no isolation, trusted code only)" >&2

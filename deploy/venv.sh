@@ -14,8 +14,7 @@ if [ ! -x .venv/bin/python ]; then
   if ! "$py" -m venv .venv 2>/dev/null; then
     rm -rf .venv
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null \
-        || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null; }
+      sh deploy/apt_install.sh python3-venv
       "$py" -m venv .venv
     else
       echo "python3 -m venv failed: install python3-venv (apt-get install python3-venv)" >&2

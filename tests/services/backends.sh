@@ -20,9 +20,8 @@ if [ -n "$missing" ]; then
         echo "backends.sh: missing packages:$missing (run as root or install them)" >&2
         exit 1
     fi
-    apt-get update -qq >/dev/null 2>&1 || true
     # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    sh "$here/../../deploy/apt_install.sh" $missing
 fi
 
 # The account the test sshd logs sessions in as (tests/sshd.py): a plain user, not locked

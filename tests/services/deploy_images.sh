@@ -35,8 +35,7 @@ mirror() {
 
 if ! have_base && [ ! -f "$tarball" ]; then
     if ! command -v debootstrap >/dev/null 2>&1; then
-        apt-get update -qq >/dev/null 2>&1 || true
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+        sh "$here/../../deploy/apt_install.sh" debootstrap
     fi
     url=$(mirror)
     [ -n "$url" ] || { echo "deploy_images.sh: no Debian mirror in apt's sources" >&2; exit 1; }

@@ -10,6 +10,7 @@
 #   sbx-test-python:latest   busybox plus the host's python3 (the modules the pty relay needs)
 # Exits non-zero (with a reason) when the engine cannot be brought up.
 set -eu
+here=$(cd "$(dirname "$0")" && pwd)
 
 SOCK=/var/run/docker.sock
 LOG=${SBX_DOCKERD_LOG:-/tmp/sbx-dockerd.log}
@@ -21,8 +22,7 @@ need_pkg() {
             echo "docker.sh: $1 missing and not root: install package $2" >&2
             exit 1
         fi
-        apt-get update -qq >/dev/null 2>&1 || true
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+        sh "$here/../../deploy/apt_install.sh" "$2"
     fi
 }
 
