@@ -60,6 +60,8 @@ def translate(
     unreachable or timed out -> :class:`ServiceUnreachable`; a sandbox that is not running ->
     :class:`SandboxDead`; anything else -> :class:`SandboxError`.
     """
+    if isinstance(exc, SandboxError):
+        return exc
     message = _one_line(str(exc), secret)
     status = getattr(exc, "status_code", None)
     answer = _http_answer(exc)
@@ -68,8 +70,6 @@ def translate(
         # (a URL and a link to a web page) or the whole error body.
         status, said = answer
         message = _one_line(said, secret)
-    if isinstance(exc, SandboxError):
-        return exc
     if isinstance(exc, daytona.DaytonaAuthenticationError) and status is None:
         return CredentialsMissing("no Daytona API key: set SBX_DAYTONA_API_KEY or DAYTONA_API_KEY")
     if status == 401 or isinstance(exc, daytona.DaytonaAuthenticationError):
