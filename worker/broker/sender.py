@@ -271,11 +271,40 @@ class CallSender:
         *,
         task_id: str | None = None,
         accept: Accept | None = None,
+        abandon: Callable[[], bool] | None = None,
     ) -> str | None:
-        """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer)."""
+        """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer).
+
+        ``abandon`` is asked every :data:`REROUTE_CHECK_S` seconds while no answer has come;
+        once it answers True the wait ends with None (the one worker that could answer is
+        gone). ``accept``: see :meth:`wait_answer`.
+        """
         task_id = task_id or uuid.uuid4().hex
         self.send(task, args, task_id, queue)
-        return self.wait_answer(task_id, wait, claimed=False, accept=accept)
+        if abandon is None:
+            return self.wait_answer(task_id, wait, claimed=False, accept=accept)
+        deadline = time.monotonic() + wait
+        forged: ForgedResult | None = None
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                answer = self._wait(
+                    task_id,
+                    max(0.0, min(REROUTE_CHECK_S, remaining)),
+                    claimed=False,
+                    streamed=False,
+                    accept=accept,
+                    reconnect_until=deadline,  # an outage is ridden out as without abandon
+                )
+            except ForgedResult as exc:
+                forged, answer = exc, None  # the genuine answer may still come
+            assert not isinstance(answer, Piece)  # only a streamed wait returns pieces
+            if answer is not None:
+                return answer
+            if deadline - time.monotonic() <= 0 or abandon():
+                if forged is not None:
+                    raise forged
+                return None
 
     def result(self, call_id: str, wait: float, accept: Accept | None = None) -> str:
         """The result JSON of tool call ``call_id``, waiting up to ``wait`` seconds.

@@ -12,12 +12,14 @@ Contracts:
 * Helpers return pydantic models (``worker.protocol.process_messages``) and raise
   :class:`~worker.errors.ProcessError` for an error result, whose
   ``status`` is ``denied`` (CLI exit 3), ``not_found`` (4), ``invalid``,
-  ``pending`` (no worker answered) or ``error``.
+  ``pending`` (no worker answered), ``gone`` (the one worker that could answer died
+  while it was asked) or ``error``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 import uuid
@@ -86,6 +88,11 @@ class ProcessClientMixin:
         """The queue of the present worker holding ``process_id``, else of the one whose
         home holds its receipt (None: the shared queue -- also when that worker is gone:
         the worker that takes the action adopts the process or answers for it)."""
+        return self.process_route(process_id)[0]
+
+    def process_route(self, process_id: str) -> tuple[str | None, str | None]:
+        """``(queue, worker)``: :meth:`process_queue` and the worker whose own queue it is
+        (``(None, None)``: the shared queue)."""
         try:
             for receipt in (False, True):
                 route = read_route(self.ledger.client, process_id, receipt=receipt)
@@ -94,10 +101,10 @@ class ProcessClientMixin:
                 worker = route.get("worker")
                 if worker and not self.sender.leases.present(worker):
                     continue
-                return str(route["queue"])
+                return str(route["queue"]), (str(worker) if worker else None)
         except Exception:
-            return None
-        return None
+            return None, None
+        return None, None
 
     def _process(self, args: dict[str, Any], *, wait: float = ANSWER_SLACK_S) -> dict[str, Any]:
         """One ``process`` action, sent where its process lives (``tool_call`` routes it)."""
@@ -178,11 +185,14 @@ class ProcessClientMixin:
         queue: str | None = None,
         wait: float = ANSWER_SLACK_S,
         child: ClientAuth | None = None,
+        worker: str | None = None,
         **fields: Any,
     ) -> dict[str, Any]:
         """Run one ``sbx.receipt_op`` as this session; the parsed answer.
 
         ``child``: the credentials of the session a ``continue`` names (its consent).
+        ``worker``: the only worker that can answer (``queue`` is its own): once it is no
+        longer present the wait ends with :class:`ProcessError` ``gone``.
         """
         message = ReceiptOpMessage.model_validate(
             {"session_id": self.session_id, "call_id": uuid.uuid4().hex, "op": op, **fields}
@@ -192,60 +202,90 @@ class ProcessClientMixin:
             message = message.model_copy(
                 update={"child_proof": child.prove("receipt-op", message)[0]}
             )
+        gone = None if worker is None else functools.partial(self._gone, worker)
         raw = self._host().ask(RECEIPT_OP_TASK, [message.model_dump(mode="json")], wait, queue,
-                               task_id=message.call_id, accept=accept)  # fmt: skip
+                               task_id=message.call_id, accept=accept, abandon=gone)  # fmt: skip
+        if raw is None and gone is not None and gone():
+            raise ProcessError(
+                f"worker {worker} died before it answered: no running worker serves its home",
+                "gone",
+            )
         if raw is None:
             raise ProcessError(
                 f"no worker answered within {wait:g}s: is an `sbx worker` running?", "pending"
             )
         return parse_answer(raw)
 
+    def _gone(self, worker: str) -> bool:
+        """True once ``worker`` is no longer present; a ledger that cannot be asked now
+        says nothing (the wait goes on, riding out the outage as it would anyway)."""
+        try:
+            return not self.sender.leases.present(worker)
+        except Exception:
+            return False
+
     def receipt(self, process_id: str) -> Receipt:
-        """The receipt of a finished process this session (or its predecessor) owns."""
-        value = self.receipt_op(
-            "receipt_show", process_id=process_id, queue=self.process_queue(process_id)
-        )
+        """The receipt of a finished process this session (or its predecessor) owns.
+
+        :class:`ProcessError` ``gone`` when the worker of the home keeping it dies while
+        it is asked (before its presence expired it was still the one to ask)."""
+        queue, worker = self.process_route(process_id)
+        value = self.receipt_op("receipt_show", process_id=process_id, queue=queue, worker=worker)
         return Receipt.model_validate(value["receipt"])
 
-    def receipt_queues(self) -> tuple[list[str | None], list[str]]:
-        """``(queues, gone)``: a queue of each home keeping this session's receipts
-        (:mod:`worker.protocol.receipt_homes`; ``[None]``, the shared queue, when none is
-        known), and the workers of homes no running worker serves."""
+    def receipt_homes(self) -> tuple[list[tuple[str | None, str | None]], list[str]]:
+        """``(homes, gone)``: ``(queue, worker)`` of each home keeping this session's
+        receipts that a running worker serves (:mod:`worker.protocol.receipt_homes`;
+        ``[(None, None)]``, the shared queue, when none is known), and the workers of homes
+        no running worker serves."""
         from worker.protocol.receipt_homes import read_receipt_homes  # only receipt reads
 
         try:
             homes = read_receipt_homes(self.ledger.client, self.session_id)
         except Exception:
-            return [None], []
-        queues: list[str | None] = []
+            return [(None, None)], []
+        served: list[tuple[str | None, str | None]] = []
         gone: list[str] = []
         for route in homes.values():
             worker = route.get("worker")
             if worker and not self.sender.leases.present(worker):
                 gone.append(worker)
             else:
-                queues.append(route["queue"])
-        return (queues or [None]), gone
+                served.append((route["queue"], worker or None))
+        return (served or [(None, None)]), gone
 
     def receipts(self) -> list[Receipt]:
         """Every receipt this session may read on every home that keeps some, oldest
-        first (a home no running worker serves cannot be read: ``verify`` says so)."""
+        first (a home no running worker serves cannot be read, nor one whose worker dies
+        while it is asked: ``verify`` says so)."""
         found: dict[str, Receipt] = {}
-        for queue in self.receipt_queues()[0]:
-            for r in self.receipt_op("receipts_list", queue=queue)["receipts"]:
+        for queue, worker in self.receipt_homes()[0]:
+            try:
+                listed = self.receipt_op("receipts_list", queue=queue, worker=worker)
+            except ProcessError as exc:
+                if exc.status != "gone":
+                    raise
+                continue
+            for r in listed["receipts"]:
                 receipt = Receipt.model_validate(r)
                 found[receipt.process_id] = receipt
         return sorted(found.values(), key=lambda r: (r.ended_at, r.seq))
 
     def verify_receipts(self) -> list[str]:
         """Integrity problems in the receipts this session may read, on every home that
-        keeps some (empty: all intact); a home no running worker serves is a problem."""
-        queues, gone = self.receipt_queues()
+        keeps some (empty: all intact); a home no running worker serves is a problem, and
+        so is one whose worker dies while it is asked."""
+        homes, gone = self.receipt_homes()
         problems: list[str] = []
-        for queue in queues:
-            for problem in VerifyReport.model_validate(
-                self.receipt_op("receipts_verify", queue=queue)
-            ).problems:
+        for queue, worker in homes:
+            try:
+                report = self.receipt_op("receipts_verify", queue=queue, worker=worker)
+            except ProcessError as exc:
+                if exc.status != "gone" or worker is None:
+                    raise
+                gone.append(worker)
+                continue
+            for problem in VerifyReport.model_validate(report).problems:
                 if problem not in problems:
                     problems.append(problem)
         problems += [

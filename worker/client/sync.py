@@ -268,12 +268,15 @@ class SandboxClient(ProcessClientMixin, ApprovalClientMixin):
         *,
         task_id: str | None = None,
         accept: Any = None,
+        abandon: Callable[[], bool] | None = None,
     ) -> str | None:
         """Send ``task`` and wait up to ``wait`` seconds for its answer (None: no answer).
 
-        ``accept`` opens the answer (``worker.client.auth``); see ``CallSender.ask``.
+        ``accept`` opens the answer (``worker.client.auth``); ``abandon`` ends the wait
+        early, with None, once it answers True; see ``CallSender.ask``.
         """
-        return self.sender.ask(task, args, wait, queue, task_id=task_id, accept=accept)
+        return self.sender.ask(task, args, wait, queue, task_id=task_id, accept=accept,
+                               abandon=abandon)  # fmt: skip
 
     def ping(self, timeout: float = 10.0) -> bool:
         """True when a worker answers a no-op task within ``timeout`` seconds."""
