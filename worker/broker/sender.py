@@ -281,16 +281,15 @@ class CallSender:
         """
         task_id = task_id or uuid.uuid4().hex
         self.send(task, args, task_id, queue)
-        if abandon is None:
-            return self.wait_answer(task_id, wait, claimed=False, accept=accept)
         deadline = time.monotonic() + wait
+        step = wait if abandon is None else REROUTE_CHECK_S  # nothing to ask: one wait
         forged: ForgedResult | None = None
         while True:
             remaining = deadline - time.monotonic()
             try:
                 answer = self._wait(
                     task_id,
-                    max(0.0, min(REROUTE_CHECK_S, remaining)),
+                    max(0.0, min(step, remaining)),
                     claimed=False,
                     streamed=False,
                     accept=accept,
@@ -301,7 +300,7 @@ class CallSender:
             assert not isinstance(answer, Piece)  # only a streamed wait returns pieces
             if answer is not None:
                 return answer
-            if deadline - time.monotonic() <= 0 or abandon():
+            if deadline - time.monotonic() <= 0 or (abandon is not None and abandon()):
                 if forged is not None:
                     raise forged
                 return None

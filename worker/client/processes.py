@@ -282,7 +282,7 @@ class ProcessClientMixin:
                 report = self.receipt_op("receipts_verify", queue=queue, worker=worker)
             except ProcessError as exc:
                 if exc.status != "gone" or worker is None:
-                    raise
+                    raise  # "gone" comes only with a worker: the check keeps mypy's type
                 gone.append(worker)
                 continue
             for problem in VerifyReport.model_validate(report).problems:
